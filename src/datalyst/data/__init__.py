@@ -1,0 +1,27 @@
+"""Reading data files and describing them for an LLM.
+
+Kinds: CSV, TSV, XLSX, JSON, JSON lines, Parquet and SQLite. Every failure to read a
+file raises :class:`~datalyst.errors.DataFileError` with a one-line message naming
+the file, the reason and a hint.
+"""
+
+from datalyst.errors import DataFileError
+
+from ._describe import describe
+from ._kinds import FileKind, detect_kind
+from ._loaders import load, load_table
+from ._models import SCHEMA_VERSION, ColumnInfo, FileInfo, ForeignKeyInfo, TableInfo
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ColumnInfo",
+    "DataFileError",
+    "FileInfo",
+    "FileKind",
+    "ForeignKeyInfo",
+    "TableInfo",
+    "describe",
+    "detect_kind",
+    "load",
+    "load_table",
+]

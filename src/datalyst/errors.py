@@ -1,0 +1,36 @@
+"""Errors raised by datalyst.
+
+Model mistakes (a failing cell, a bad SQL query) are observations handed back
+to the agent, never exceptions. These classes are for failures a *user* or the
+host can cause, and each message names the value, the reason and the fix::
+
+    DatalystError
+    ├── DataFileError        a data file is missing, empty, corrupt or of an unknown kind
+    ├── SandboxError         the sandbox could not be started or used
+    │   └── IsolationUnavailable   strict isolation was asked for but a layer is missing
+    └── ConfigError          an option or setting has an invalid value
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "DataFileError", "DatalystError", "IsolationUnavailable", "SandboxError"]
+
+
+class DatalystError(Exception):
+    """Root of every error datalyst raises on purpose."""
+
+
+class DataFileError(DatalystError):
+    """A data file cannot be read."""
+
+
+class SandboxError(DatalystError):
+    """The sandbox itself failed (not the code running in it)."""
+
+
+class IsolationUnavailable(SandboxError):
+    """The kernel does not allow an isolation layer that was required."""
+
+
+class ConfigError(DatalystError):
+    """An option or setting is invalid."""

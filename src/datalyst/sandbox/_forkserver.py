@@ -1,0 +1,318 @@
+"""A fork server: one clean process with pandas, numpy and matplotlib loaded, forking jailed workers.
+
+Process tree for one worker::
+
+    host ──socket── fork server ──fork── monitor ──fork── worker (PID 1 of its own namespaces)
+
+The monitor enters the new namespaces, waits for the fork server to write its user-ID map, forks
+the worker and reports the worker's PID and, later, how it ended. Killing the worker (PID 1)
+makes the kernel kill every process in its PID namespace, double-forked daemons included.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from datalyst.errors import SandboxError
+from datalyst.sandbox import _isolation as iso
+from datalyst.sandbox import _linux as lx
+from datalyst.sandbox._wire import WireError, recv_frame, send_frame
+
+PRELOAD = ("datalyst.sandbox._worker", "numpy", "pandas", "matplotlib.pyplot")
+_BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from datalyst.sandbox._forkserver import main; main()"
+
+
+def remove_tree(path: str) -> None:
+    """Delete a folder even if sandboxed code removed permissions inside it."""
+
+    def fix_and_retry(func: Any, failed: str, exc: BaseException) -> None:
+        try:
+            os.chmod(os.path.dirname(failed), 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+            func(failed)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=fix_and_retry)
+    else:
+        shutil.rmtree(path, onerror=lambda func, failed, info: fix_and_retry(func, failed, info[1]))
+
+
+def close_fds_except(keep: set[int]) -> None:
+    """Close every inherited descriptor above 2 that is not in ``keep``."""
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+# ---------------------------------------------------------------- inside the fork server
+
+
+def _preload() -> None:
+    import importlib
+    import io
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+    try:  # touch the lazy parts once so the first cell of every worker is fast
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        df = pd.read_csv(io.StringIO("a,b\n1,x\n2,y\n"))
+        repr(df.describe(include="all"))
+        fig = plt.figure()
+        plt.plot([1, 2], [3, 4])
+        fig.savefig(io.BytesIO(), format="png")
+        plt.close("all")
+    except ImportError:
+        pass
+
+
+def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool) -> None:
+    """The forked child of the fork server. Never returns."""
+    ctrl, out, err, status = fds
+    os.setsid()
+    lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
+    close_fds_except({ctrl, out, err, status, sync.fileno()})
+    isolated = False
+    if isolate:
+        try:
+            if os.geteuid() == 0:
+                os.setgroups([])  # no supplementary groups (root's) inside the jail
+            iso.enter_namespaces()
+            sync.send(b"u")
+            isolated = sync.recv(1) == b"g"
+        except OSError as exc:
+            os.write(status, _line({"degraded": f"cannot create namespaces: {exc.strerror}"}))
+    sync.close()
+    pid = os.fork()
+    if pid == 0:
+        _run_worker(spec, ctrl, out, err, status, isolated)
+    os.close(ctrl)
+    os.close(out)
+    os.close(err)
+    os.write(status, _line({"pid": pid}))
+    _, wait_status = os.waitpid(pid, 0)
+    os.write(status, _line({"wait_status": wait_status}))
+    os._exit(0)
+
+
+def _run_worker(spec: iso.JailSpec, ctrl: int, out: int, err: int, status: int, isolated: bool) -> None:
+    """Jail this process, then serve cells. Never returns."""
+    from datalyst.sandbox._worker import serve
+
+    try:
+        lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if isolated:
+            iso.build_root(spec)
+        layers = iso.apply_limits(spec.limits, count_processes=isolated)
+        os.setsid()
+        iso.clean_environment(spec.workdir)
+        os.chdir(spec.workdir)
+        sys.path[:0] = spec.python_path
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        if isolated:
+            lx.drop_all_capabilities()
+        else:
+            lx.prctl(lx.PR_SET_NO_NEW_PRIVS, 1)
+        report = {"namespaces": list(iso.NAMESPACES) if isolated else [], "limits": layers}
+        os.write(status, _line({"jailed": report}))
+        close_fds_except({ctrl})
+    except BaseException as exc:  # setup failed: tell the host why, then die
+        os.write(status, _line({"setup_error": f"{type(exc).__name__}: {exc}"}))
+        os._exit(70)
+    try:
+        sock = socket.socket(fileno=ctrl)
+        serve(sock, max_output_chars=int(spec.limits["max_output_chars"]), cpu_s=spec.limits["cpu_s"])
+    finally:
+        os._exit(0)
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+def main() -> None:
+    """Entry point of the fork server process: ``python -I -c BOOTSTRAP SRC_DIR FD RUN_ROOT``."""
+    sock = socket.socket(fileno=int(sys.argv[2]))
+    run_root = sys.argv[3]
+    monitors: set[int] = set()
+
+    def reap(*_: Any) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            monitors.discard(pid)
+
+    signal.signal(signal.SIGCHLD, reap)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    _preload()
+    send_frame(sock, {"op": "ready", "pid": os.getpid()})
+    try:
+        while True:
+            try:
+                request, fds = _recv_with_fds(sock)
+            except (WireError, OSError):
+                return
+            if request.get("op") != "spawn":
+                send_frame(sock, {"error": f"unknown op {request.get('op')!r}"})
+                continue
+            send_frame(sock, _spawn(request, fds, monitors))
+    finally:
+        for pid in list(monitors):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        remove_tree(run_root)
+
+
+def _recv_with_fds(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+    if not data:
+        raise WireError("host closed the fork server")
+    return json.loads(data), fds
+
+
+def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[str, Any]:
+    fields = request["spec"]
+    spec = iso.JailSpec(**{**fields, "readonly_dirs": iso.python_dirs() + fields["readonly_dirs"]})
+    parent_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            parent_end.close()
+            _run_monitor(spec, fds, child_end, request["isolate"])
+        finally:
+            os._exit(71)
+    monitors.add(pid)
+    child_end.close()
+    for fd in fds:
+        os.close(fd)
+    with parent_end:
+        if parent_end.recv(1) == b"u":
+            try:
+                iso.write_id_maps(pid)
+                parent_end.send(b"g")
+            except OSError as exc:
+                parent_end.send(b"x")
+                return {"pid": pid, "warning": f"cannot map user IDs: {exc}"}
+    return {"pid": pid}
+
+
+# ---------------------------------------------------------------- in the host
+
+
+class ForkServer:
+    """Host-side handle of one fork server process (started on first use, thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self.run_root = ""
+        self.namespaces_error: str | None = None
+        """Why namespaces could not be used on this machine (None: they work or were not tried yet)."""
+
+    def _start(self) -> None:
+        self.run_root = tempfile.mkdtemp(prefix="datalyst-sandbox-")
+        host_end, server_end = socket.socketpair()
+        src_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "MPLBACKEND": "Agg",
+            "MPLCONFIGDIR": os.path.join(self.run_root, "matplotlib"),
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        argv = [sys.executable, "-I", "-c", _BOOTSTRAP, src_dir, str(server_end.fileno()), self.run_root]
+        self._proc = subprocess.Popen(
+            argv, env=env, pass_fds=[server_end.fileno()], stdin=subprocess.DEVNULL, cwd=self.run_root
+        )
+        server_end.close()
+        self._sock = host_end
+        try:
+            recv_frame(host_end)
+        except (WireError, OSError) as exc:
+            self.close()
+            raise SandboxError(f"the sandbox fork server failed to start ({exc}); run python -c 'import pandas'") from exc
+        atexit.register(self.close)
+
+    def ensure_run_root(self) -> str:
+        """Start the server if needed; return the folder that holds every sandbox's files."""
+        with self._lock:
+            if self._sock is None:
+                self._start()
+        return self.run_root
+
+    def spawn(self, spec: iso.JailSpec, fds: list[int], *, isolate: bool) -> int:
+        """Fork a jailed worker that will use ``fds`` (ctrl, stdout, stderr, status); return the monitor PID."""
+        with self._lock:
+            if self._sock is None:
+                self._start()
+            assert self._sock is not None
+            try:
+                payload = json.dumps({"op": "spawn", "spec": asdict(spec), "isolate": isolate}).encode()
+                socket.send_fds(self._sock, [payload], fds)
+                reply = recv_frame(self._sock)
+            except (WireError, OSError) as exc:
+                self._sock = None
+                raise SandboxError(f"the sandbox fork server stopped unexpectedly ({exc})") from exc
+        if "error" in reply:
+            raise SandboxError(f"the sandbox fork server refused a request: {reply['error']}")
+        return int(reply["pid"])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+            if self._proc is not None:
+                try:
+                    self._proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait()
+                self._proc = None
+            if self.run_root and os.path.isdir(self.run_root):
+                remove_tree(self.run_root)
+
+
+_default: ForkServer | None = None
+_default_lock = threading.Lock()
+
+
+def default_forkserver() -> ForkServer:
+    """The fork server shared by sandboxes that were not given one."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = ForkServer()
+        return _default

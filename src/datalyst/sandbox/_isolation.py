@@ -1,0 +1,183 @@
+"""Turn a freshly forked process into a jailed worker: namespaces, a private root, limits, no privileges.
+
+The layout inside the jail (same paths as on the host, so tracebacks read naturally)::
+
+    /                 memory-backed, read-only after setup
+    /usr /lib ...     read-only binds of the system and the Python installation
+    /etc/<few files>  read-only binds (timezone, users, fonts, loader cache)
+    /dev              null, zero, full, random, urandom
+    /proc             a new procfs that shows only the jail's own processes
+    /tmp              small private tmpfs
+    <workdir>         the trajectory's work folder, read-write; staged data files read-only
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from dataclasses import dataclass, field
+
+from datalyst.sandbox import _linux as lx
+
+NAMESPACES = ("user", "mount", "pid", "network", "ipc", "uts")
+_UNSHARE_FLAGS = (
+    lx.CLONE_NEWUSER | lx.CLONE_NEWNS | lx.CLONE_NEWPID | lx.CLONE_NEWNET | lx.CLONE_NEWIPC | lx.CLONE_NEWUTS
+)
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_ETC_ENTRIES = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "passwd", "group",
+    "nsswitch.conf", "hosts", "fonts", "mime.types", "matplotlibrc",
+)  # fmt: skip
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+NOBODY = 65534
+
+
+@dataclass(frozen=True)
+class JailSpec:
+    """Everything the fork server needs to build one worker."""
+
+    workdir: str
+    root: str
+    """An empty host folder the private root is mounted on."""
+    readonly_files: list[str]
+    """Staged data files (absolute paths inside ``workdir``) to make read-only."""
+    limits: dict[str, float]
+    readonly_dirs: list[str] = field(default_factory=list)
+    """Extra folders to show read-only (the fork server adds its Python installation)."""
+    python_path: list[str] = field(default_factory=list)
+    """Folders to add to the worker's ``sys.path`` (packages installed on demand)."""
+
+
+def python_dirs() -> list[str]:
+    """Folders of the running Python installation that a worker must be able to read."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    candidates.update(p for p in sys.path if p and os.path.isabs(p))
+    dirs = sorted(os.path.realpath(p) for p in candidates if os.path.isdir(p))
+    kept: list[str] = []
+    for path in dirs:  # drop folders already inside a kept one (sorted, so parents come first)
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept + list(_SYSTEM_DIRS)):
+            kept.append(path)
+    return kept
+
+
+def uid_map_for(euid: int) -> str:
+    """Root on the host becomes ``nobody`` inside; anyone else keeps their own identity."""
+    return f"0 {NOBODY if euid == 0 else euid} 1\n"
+
+
+def enter_namespaces() -> None:
+    lx.unshare(_UNSHARE_FLAGS)
+
+
+def write_id_maps(pid: int) -> None:
+    """Called by the (privileged) parent of a process that just entered a new user namespace."""
+    mapping = uid_map_for(os.geteuid())
+    with open(f"/proc/{pid}/setgroups", "w") as f:
+        f.write("deny")
+    with open(f"/proc/{pid}/uid_map", "w") as f:
+        f.write(mapping)
+    with open(f"/proc/{pid}/gid_map", "w") as f:
+        f.write(mapping if os.geteuid() != 0 else f"0 {NOBODY} 1\n")
+
+
+class _RootBuilder:
+    """Builds the private root. Sources are opened first, with the host identity (which may be
+    the owner of a private folder holding Python); everything is then created as the mapped
+    user, relative to the new root, with sources reached through ``/proc/self/fd``."""
+
+    def __init__(self) -> None:
+        self.plan: list[tuple[str, int | str, bool, int]] = []  # (target, fd or link, readonly, extra flags)
+
+    def add(self, path: str, *, readonly: bool = True, extra_flags: int = lx.MS_NOSUID | lx.MS_NODEV) -> None:
+        if os.path.islink(path):
+            self.plan.append((path, os.readlink(path), readonly, 0))
+        elif os.path.exists(path):
+            self.plan.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC), readonly, extra_flags))
+
+    def build(self) -> None:
+        for path, source, readonly, extra_flags in self.plan:
+            target = "." + path
+            if isinstance(source, str):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(source, target)
+                continue
+            fd_path = f"/proc/self/fd/{source}"
+            if os.path.isdir(fd_path):
+                os.makedirs(target, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if not os.path.exists(target):
+                    os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+            lx.mount(fd_path, target, None, lx.MS_BIND)
+            flags = lx.MS_REMOUNT | lx.MS_BIND | extra_flags | lx.mount_flags_of(os.fstatvfs(source))
+            lx.mount(None, target, None, flags | (lx.MS_RDONLY if readonly else 0))
+            os.close(source)
+
+
+def build_root(spec: JailSpec) -> None:
+    """Mount the private root and switch to it. Must run as PID 1 of the new namespaces, before
+    taking the mapped identity (``become_mapped_root``)."""
+    lx.mount(None, "/", None, lx.MS_REC | lx.MS_PRIVATE)
+    lx.mount("tmpfs", spec.root, "tmpfs", lx.MS_NOSUID | lx.MS_NODEV, "size=1m,mode=755,uid=0,gid=0")
+    builder = _RootBuilder()
+    for path in (*_SYSTEM_DIRS, *spec.readonly_dirs, *(f"/etc/{name}" for name in _ETC_ENTRIES)):
+        builder.add(path)
+    for name in _DEVICES:
+        builder.add(f"/dev/{name}", readonly=False, extra_flags=lx.MS_NOSUID)
+    builder.add(spec.workdir, readonly=False)
+    for path in spec.readonly_files:
+        builder.add(path)
+    os.chdir(spec.root)
+    become_mapped_root()
+    os.makedirs("./tmp")  # first, since the work folder may live under /tmp
+    tmp_options = f"size={int(spec.limits['tmp_mb'])}m,mode=1777,uid=0,gid=0"
+    lx.mount("tmpfs", "./tmp", "tmpfs", lx.MS_NOSUID | lx.MS_NODEV, tmp_options)
+    builder.build()
+    for name, link in (("fd", "/proc/self/fd"), ("stdin", "fd/0"), ("stdout", "fd/1"), ("stderr", "fd/2")):
+        os.symlink(link, f"./dev/{name}")
+    os.makedirs("./proc")
+    lx.mount("proc", "./proc", "proc", lx.MS_NOSUID | lx.MS_NODEV | lx.MS_NOEXEC)
+    lx.pivot_root(".", ".")
+    lx.umount(".", lx.MNT_DETACH)
+    os.chdir("/")
+    lx.mount(None, "/", None, lx.MS_REMOUNT | lx.MS_BIND | lx.MS_RDONLY | lx.MS_NOSUID | lx.MS_NODEV)
+
+
+def become_mapped_root() -> None:
+    """Take the identity the user-ID map gives (uid 0 inside), so created files have a valid owner."""
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+
+
+def apply_limits(limits: dict[str, float], *, count_processes: bool) -> list[str]:
+    """Set the kernel's per-process limits; return the names of those enforced."""
+    mib = 1024 * 1024
+    settings = {
+        "cpu": (resource.RLIMIT_CPU, int(limits["session_cpu_s"])),
+        "memory": (resource.RLIMIT_AS, int(limits["memory_mb"]) * mib),
+        "file size": (resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * mib),
+        "open files": (resource.RLIMIT_NOFILE, int(limits["open_files"])),
+        "core dumps": (resource.RLIMIT_CORE, 0),
+    }
+    if count_processes:  # counted per user namespace; without one it would count all of the user's processes
+        settings["processes"] = (resource.RLIMIT_NPROC, int(limits["processes"]))
+    for limit, value in settings.values():
+        resource.setrlimit(limit, (value, value))
+    return list(settings)
+
+
+def clean_environment(workdir: str) -> None:
+    os.environ.clear()
+    os.environ.update(
+        PATH="/usr/local/bin:/usr/bin:/bin",
+        HOME=workdir,
+        TMPDIR="/tmp",
+        LANG="C.UTF-8",
+        MPLBACKEND="Agg",
+        MPLCONFIGDIR="/tmp/matplotlib",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )

@@ -1,0 +1,32 @@
+"""Resource limits for one trajectory's sandbox."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Limits(BaseModel):
+    """What one cell (and one trajectory) may use. Every limit is enforced by the kernel or the watchdog."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    wall_s: float = Field(30.0, gt=0)
+    """Wall-clock seconds per cell; the watchdog kills the whole sandbox when it runs out."""
+    cpu_s: float = Field(30.0, gt=0)
+    """CPU seconds per cell (a catchable error first, then SIGKILL one second later)."""
+    session_cpu_s: float = Field(3600.0, gt=0)
+    """CPU seconds for the life of one worker process (the kernel's hard limit)."""
+    memory_mb: int = Field(2048, ge=64)
+    """Address-space limit of each process in the sandbox, in MiB."""
+    file_size_mb: int = Field(256, ge=1)
+    """Largest file a cell may write, in MiB."""
+    open_files: int = Field(256, ge=32)
+    """Open file descriptors per process."""
+    processes: int = Field(64, ge=4)
+    """Processes and threads alive at once inside the sandbox."""
+    tmp_mb: int = Field(64, ge=1)
+    """Size of the private ``/tmp`` (memory-backed) inside the sandbox, in MiB."""
+    max_output_chars: int = Field(20_000, ge=200)
+    """Characters of stdout (and, separately, stderr) kept per cell: the head and the tail, half each."""
+    sql_timeout_s: float = Field(30.0, gt=0)
+    """Seconds one SQL query may run before it is interrupted."""

@@ -1,0 +1,60 @@
+"""Many trajectories' sandboxes at once, with a cap, sharing one warm fork server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+from datalyst.sandbox._forkserver import ForkServer, default_forkserver
+from datalyst.sandbox._sandbox import Sandbox
+
+
+class SandboxPool:
+    """Hands out sandboxes to concurrent trajectories, at most ``max_concurrent`` alive at once.
+
+    Every sandbox forks its worker from the same warm fork server (pandas, numpy and matplotlib
+    already loaded, pages shared copy-on-write), and the worker is started as soon as the
+    sandbox is handed out, so it is ready by the time the model has written its first cell.
+    Workers are never handed from one trajectory to another: that would not be safe.
+
+    Example::
+
+        async with SandboxPool(max_concurrent=16) as pool:
+            async with pool.sandbox(["sales.csv"], mode="session") as sb:
+                result = await sb.arun_python("1 + 1")
+    """
+
+    def __init__(self, max_concurrent: int = 8, *, forkserver: ForkServer | None = None) -> None:
+        self.max_concurrent = max_concurrent
+        self._forkserver = forkserver or default_forkserver()
+        self._executor = ThreadPoolExecutor(max_workers=max_concurrent, thread_name_prefix="datalyst-sandbox")
+        self._slots: asyncio.Semaphore | None = None
+
+    @asynccontextmanager
+    async def sandbox(self, files: Iterable[str | os.PathLike[str]] = (), **options: Any) -> AsyncIterator[Sandbox]:
+        """A sandbox for one trajectory; ``options`` are those of :class:`Sandbox`."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_concurrent)
+        loop = asyncio.get_running_loop()
+        async with self._slots:
+            make = partial(Sandbox, list(files), forkserver=self._forkserver, executor=self._executor, **options)
+            sandbox = await loop.run_in_executor(self._executor, make)
+            try:
+                await loop.run_in_executor(self._executor, sandbox.prestart)
+                yield sandbox
+            finally:
+                await loop.run_in_executor(self._executor, sandbox.close)
+
+    async def aclose(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, partial(self._executor.shutdown, wait=True))
+
+    async def __aenter__(self) -> SandboxPool:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

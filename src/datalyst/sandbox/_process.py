@@ -1,0 +1,255 @@
+"""Host-side handle of one jailed worker: send a request, collect output under a deadline, kill."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from datalyst.errors import SandboxError
+from datalyst.sandbox._forkserver import ForkServer
+from datalyst.sandbox._isolation import JailSpec
+from datalyst.sandbox._wire import FrameBuffer, WireError, send_frame
+
+STARTUP_TIMEOUT_S = 60.0
+EXIT_REPORT_TIMEOUT_S = 5.0
+
+
+class OutputCap:
+    """Keeps the first and last ``max_bytes // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.half = max_bytes // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        excess = len(self.tail) - self.half
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        head = self.head.decode(errors="replace")
+        tail = self.tail.decode(errors="replace")
+        if not self.dropped:
+            return head + tail
+        return f"{head}\n... [{self.dropped} bytes of output truncated] ...\n{tail}"
+
+
+@dataclass
+class Exchange:
+    """What came back for one request."""
+
+    reply: dict[str, Any] | None
+    stdout: OutputCap
+    stderr: OutputCap
+    timed_out: bool = False
+    died: bool = False
+    exit_note: str = ""
+    duration_s: float = 0.0
+    replayed: bool = False
+
+
+class WorkerProcess:
+    """One live worker in its jail, owned by one sandbox."""
+
+    def __init__(self, forkserver: ForkServer, spec: JailSpec, *, isolate: bool) -> None:
+        ctrl_host, ctrl_worker = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        status_r, status_w = os.pipe()
+        try:
+            forkserver.spawn(spec, [ctrl_worker.fileno(), out_w, err_w, status_w], isolate=isolate)
+        finally:
+            for fd in (out_w, err_w, status_w):
+                os.close(fd)
+            ctrl_worker.close()
+        self.ctrl = ctrl_host
+        self.stdout_fd, self.stderr_fd, self.status_fd = out_r, err_r, status_r
+        for fd in (out_r, err_r, status_r):
+            os.set_blocking(fd, False)
+        self._status_buf = b""
+        self.pid = 0
+        self.pidfd: int | None = None
+        self.wait_status: int | None = None
+        self.report: dict[str, Any] = {}
+        self.degraded = ""
+        self._await_startup()
+
+    # -- startup
+
+    def _status_lines(self, timeout_s: float) -> list[dict[str, Any]]:
+        """Read whatever status lines the monitor has written (waits up to ``timeout_s`` for one)."""
+        sel = selectors.DefaultSelector()
+        sel.register(self.status_fd, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout_s):
+                return []
+        finally:
+            sel.close()
+        chunk = _read(self.status_fd)
+        if chunk == b"":
+            raise EOFError
+        self._status_buf += chunk or b""
+        *lines, self._status_buf = self._status_buf.split(b"\n")
+        messages = [json.loads(line) for line in lines if line.strip()]
+        for message in messages:
+            self._note(message)
+        return messages
+
+    def _note(self, message: dict[str, Any]) -> None:
+        if "pid" in message and self.pidfd is None:
+            self.pid = message["pid"]
+            with contextlib.suppress(ProcessLookupError):
+                self.pidfd = os.pidfd_open(self.pid)
+        if "wait_status" in message:
+            self.wait_status = message["wait_status"]
+        if "degraded" in message:
+            self.degraded = message["degraded"]
+        if "jailed" in message:
+            self.report = message["jailed"]
+
+    def _await_startup(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        try:
+            while not (self.report and self.pidfd is not None):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SandboxError(f"the sandbox worker did not start within {STARTUP_TIMEOUT_S:.0f} s")
+                for message in self._status_lines(remaining):
+                    if "setup_error" in message:
+                        raise SandboxError(f"the sandbox worker could not be jailed: {message['setup_error']}")
+        except EOFError:
+            raise SandboxError("the sandbox worker exited during start-up") from None
+        except SandboxError:
+            self.close()
+            raise
+        ready = self.exchange(None, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
+        if ready.reply is None:
+            self.close()
+            raise SandboxError(f"the sandbox worker did not answer: {ready.exit_note or 'timeout'}")
+
+    # -- requests
+
+    def exchange(
+        self,
+        request: dict[str, Any] | None,
+        *,
+        timeout_s: float,
+        max_output_bytes: int,
+        after_replay_s: float | None = None,
+    ) -> Exchange:
+        """Send one request (None: just wait) and wait for its reply, the worker's death, or the deadline.
+
+        ``timeout_s`` covers replaying earlier cells; when the worker reports the replay done, the
+        deadline restarts with ``after_replay_s`` for the new cell.
+        """
+        started = time.monotonic()
+        result = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
+        frames = FrameBuffer()
+        if request is not None:
+            try:
+                send_frame(self.ctrl, request)
+            except OSError:
+                result.died = True
+        deadline = started + timeout_s
+        sel = selectors.DefaultSelector()
+        sel.register(self.ctrl, selectors.EVENT_READ)
+        sel.register(self.stdout_fd, selectors.EVENT_READ, result.stdout)
+        sel.register(self.stderr_fd, selectors.EVENT_READ, result.stderr)
+        try:
+            while result.reply is None and not result.died:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    result.timed_out = True
+                    break
+                for key, _ in sel.select(remaining):
+                    if key.fileobj is self.ctrl:
+                        data = self.ctrl.recv(1 << 20)
+                        if not data:
+                            result.died = True
+                            break
+                        try:
+                            for frame in frames.feed(data):
+                                if frame.get("op") == "replayed":
+                                    result.replayed = True
+                                    deadline = time.monotonic() + (after_replay_s or timeout_s)
+                                else:
+                                    result.reply = frame
+                        except WireError:
+                            result.died = True
+                    else:
+                        data = _read(key.fd)
+                        if data == b"":
+                            sel.unregister(key.fd)
+                        elif data:
+                            key.data.add(data)
+            self._drain(result)
+        finally:
+            sel.close()
+        if result.timed_out or result.died:
+            result.exit_note = self.kill()
+        result.duration_s = time.monotonic() - started
+        return result
+
+    def _drain(self, result: Exchange) -> None:
+        for fd, cap in ((self.stdout_fd, result.stdout), (self.stderr_fd, result.stderr)):
+            while data := _read(fd):
+                cap.add(data)
+
+    # -- ending
+
+    def kill(self) -> str:
+        """Kill the worker (and with it its whole PID namespace); return how it ended."""
+        if self.pidfd is not None and self.wait_status is None:
+            if not self.report.get("namespaces"):  # no PID namespace: kill the worker's process group
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        deadline = time.monotonic() + EXIT_REPORT_TIMEOUT_S
+        try:
+            while self.wait_status is None and time.monotonic() < deadline:
+                self._status_lines(deadline - time.monotonic())
+        except EOFError:
+            pass
+        return describe_exit(self.wait_status)
+
+    def close(self) -> None:
+        self.kill()
+        self.ctrl.close()
+        for fd in (self.stdout_fd, self.stderr_fd, self.status_fd, self.pidfd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd = None
+
+
+def _read(fd: int) -> bytes | None:
+    """Read what is available: bytes, b"" at end of file, None when nothing is ready."""
+    try:
+        return os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return None
+
+
+def describe_exit(wait_status: int | None) -> str:
+    if wait_status is None:
+        return "the worker was killed"
+    if os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        return f"the worker was killed by signal {signal.Signals(sig).name}"
+    return f"the worker exited with code {os.WEXITSTATUS(wait_status)}"

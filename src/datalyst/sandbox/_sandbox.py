@@ -1,0 +1,299 @@
+"""The sandbox of one trajectory: a work folder, staged data files, and a jailed Python worker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Executor
+from typing import Literal
+
+from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable
+from datalyst.sandbox._forkserver import ForkServer, default_forkserver, remove_tree
+from datalyst.sandbox._install import AutoInstaller
+from datalyst.sandbox._isolation import NOBODY, JailSpec
+from datalyst.sandbox._limits import Limits
+from datalyst.sandbox._process import Exchange, WorkerProcess
+from datalyst.sandbox._result import CellError, ExecResult, SqlResult
+from datalyst.sandbox._screen import screen
+
+Mode = Literal["session", "replay"]
+
+
+class Sandbox:
+    """Runs model-written Python and SQL for one trajectory.
+
+    ``mode="session"`` keeps one worker (and its variables) alive between cells;
+    ``mode="replay"`` keeps only the text of earlier cells and re-runs it, silently, in a fresh
+    worker before each new cell, so nothing stays in memory between steps. Both modes give the
+    same observations for the same cells.
+
+    Example::
+
+        with Sandbox(files=["sales.csv"]) as sb:
+            print(sb.run_python("import pandas as pd\\npd.read_csv('sales.csv').shape").stdout)
+    """
+
+    def __init__(
+        self,
+        files: Iterable[str | os.PathLike[str]] = (),
+        *,
+        mode: Mode = "session",
+        limits: Limits | None = None,
+        screen_code: bool = True,
+        require_isolation: bool = False,
+        use_namespaces: bool = True,
+        auto_install: AutoInstaller | None = None,
+        forkserver: ForkServer | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        if mode not in ("session", "replay"):
+            raise ConfigError(f"unknown sandbox mode {mode!r}; use 'session' or 'replay'")
+        self.mode: Mode = mode
+        self.limits = limits or Limits()
+        self.screen_code = screen_code
+        self.require_isolation = require_isolation
+        self.use_namespaces = use_namespaces
+        self.auto_install = auto_install
+        self._forkserver = forkserver or default_forkserver()
+        self._executor = executor
+        self._worker: WorkerProcess | None = None
+        self._history: list[dict[str, str]] = []
+        self._cells = 0
+        self._state_lost = False
+        self._isolation = ""
+        self._starting = threading.Lock()
+        self._home = tempfile.mkdtemp(prefix="sandbox-", dir=self._forkserver.ensure_run_root())
+        self.workdir = os.path.join(self._home, "work")
+        os.mkdir(self.workdir)
+        try:
+            self.data_files = self._stage(files)
+        except BaseException:
+            remove_tree(self._home)
+            raise
+
+    # -- set-up
+
+    def _stage(self, files: Iterable[str | os.PathLike[str]]) -> list[str]:
+        staged: list[str] = []
+        for source in map(os.fspath, files):
+            if not os.path.isfile(source):
+                raise DataFileError(f"{source}: no such file; check the path")
+            target = os.path.join(self.workdir, os.path.basename(source))
+            if target in staged:
+                raise ConfigError(f"two data files are named {os.path.basename(source)!r}; rename one")
+            shutil.copyfile(source, target)
+            os.chmod(target, 0o444)
+            staged.append(target)
+        if os.geteuid() == 0:  # the jail maps root to nobody, who must own the work folder
+            os.chown(self.workdir, NOBODY, NOBODY)
+        return staged
+
+    def _spec(self) -> JailSpec:
+        root = os.path.join(self._home, "root")
+        os.makedirs(root, exist_ok=True)
+        extra = [self.auto_install.target_dir] if self.auto_install else []
+        return JailSpec(
+            workdir=self.workdir,
+            root=root,
+            readonly_files=self.data_files,
+            limits=self.limits.model_dump(),
+            readonly_dirs=extra,
+            python_path=extra,
+        )
+
+    def _start_worker(self) -> WorkerProcess:
+        isolate = self.use_namespaces and self._forkserver.namespaces_error is None
+        worker = WorkerProcess(self._forkserver, self._spec(), isolate=isolate)
+        if isolate and worker.degraded:
+            self._forkserver.namespaces_error = worker.degraded
+        self._isolation = _describe_isolation(worker, self._forkserver.namespaces_error, self.use_namespaces)
+        if self.require_isolation and not worker.report.get("namespaces"):
+            worker.close()
+            raise IsolationUnavailable(
+                f"full isolation was required but is not available: {self._isolation}. "
+                "Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run as root."
+            )
+        return worker
+
+    @property
+    def isolation(self) -> str:
+        """A short description of what is enforced (starts a worker if none ran yet)."""
+        if not self._isolation:
+            self._ensure_worker()
+        return self._isolation
+
+    def _ensure_worker(self) -> WorkerProcess:
+        with self._starting:
+            if self._worker is None:
+                self._worker = self._start_worker()
+            return self._worker
+
+    def prestart(self) -> None:
+        """Start the worker now, so the first cell does not wait for it."""
+        self._ensure_worker()
+
+    # -- Python
+
+    def run_python(self, code: str) -> ExecResult:
+        """Run one cell and return its observation. Never raises for anything the cell does."""
+        self._cells += 1
+        name = f"<cell-{self._cells}>"
+        if self.screen_code and (problem := screen(code, self.data_files)):
+            return ExecResult(error=CellError(ename="SandboxViolation", evalue=problem, traceback=problem))
+        result = self._run_cell(code, name)
+        missing = result.error.missing_module if result.error else None
+        if self.auto_install and missing and self.auto_install.install(missing):
+            result = self._run_cell(code, name)
+        return result
+
+    def _run_cell(self, code: str, name: str) -> ExecResult:
+        replay = self._history if self.mode == "replay" else []
+        worker = self._ensure_worker()
+        exchange = worker.exchange(
+            {"op": "run", "code": code, "name": name, "replay": replay},
+            timeout_s=self.limits.wall_s * max(1, len(replay)),
+            after_replay_s=self.limits.wall_s,
+            max_output_bytes=self.limits.max_output_chars,
+        )
+        result = _to_exec_result(exchange, self.limits, state_lost=self._state_lost)
+        self._state_lost = exchange.timed_out or exchange.died
+        if self._state_lost:
+            self._drop_worker()
+            self._history.clear()
+        else:
+            self._history.append({"code": code, "name": name})
+            if self.mode == "replay":
+                self._drop_worker()
+        return result
+
+    async def arun_python(self, code: str) -> ExecResult:
+        """``run_python`` without blocking the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.run_python, code)
+
+    # -- SQL
+
+    @property
+    def databases(self) -> list[str]:
+        from datalyst.data import FileKind, detect_kind
+
+        return [path for path in self.data_files if detect_kind(path) == FileKind.SQLITE]
+
+    def db_info(self) -> str:
+        """Schema, row counts and sample rows of every staged SQLite database."""
+        from datalyst.data import describe
+
+        if not self.databases:
+            return "No SQLite database was provided."
+        return "\n\n".join(describe(path).render() for path in self.databases)
+
+    def run_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
+        """Run a query on a staged database (read-only); save all rows as CSV at ``output_path``."""
+        refused = self._check_sql_target(output_path, db)
+        if isinstance(refused, SqlResult):
+            return refused
+        worker = self._ensure_worker()
+        request = {"op": "sql", "sql": sql, "db": refused, "output_path": output_path}
+        exchange = worker.exchange(
+            {**request, "timeout_s": self.limits.sql_timeout_s},
+            timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
+            max_output_bytes=self.limits.max_output_chars,
+        )
+        if exchange.reply is None:
+            self._drop_worker()
+            self._state_lost = True
+            note = "the query timed out" if exchange.timed_out else exchange.exit_note
+            error = CellError(ename="SandboxError", evalue=note)
+            return SqlResult(error=error, timed_out=exchange.timed_out, duration_s=exchange.duration_s)
+        if self.mode == "replay":
+            self._drop_worker()
+        return SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
+
+    def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
+        databases = self.databases
+        names = [os.path.basename(p) for p in databases]
+        if db is None and len(databases) == 1:
+            db = names[0]
+        if db is None or os.path.basename(db) not in names:
+            why = f"no database named {db!r}" if db else "several databases are staged; name one with db="
+            choices = ", ".join(names) or "none"
+            return SqlResult(error=CellError(ename="DatabaseNotFound", evalue=f"{why} (available: {choices})"))
+        if output_path is not None:
+            target = os.path.realpath(os.path.join(self.workdir, output_path))
+            if not target.startswith(self.workdir + os.sep) or target in self.data_files:
+                evalue = f"output_path {output_path!r} must be a new file inside the work folder"
+                return SqlResult(error=CellError(ename="OutputPathRefused", evalue=evalue))
+        return os.path.basename(db)
+
+    # -- ending
+
+    def _drop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def close(self) -> None:
+        """Kill the worker and delete the work folder."""
+        self._drop_worker()
+        if os.path.isdir(self._home):
+            remove_tree(self._home)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Sandbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self.close)
+
+
+def _to_exec_result(exchange: Exchange, limits: Limits, *, state_lost: bool) -> ExecResult:
+    reply = exchange.reply or {}
+    error = CellError.model_validate(reply["error"]) if reply.get("error") else None
+    if exchange.timed_out:
+        evalue = f"the cell ran longer than {limits.wall_s:g} s and was stopped"
+        error = CellError(ename="TimeoutError", evalue=evalue, traceback=f"TimeoutError: {evalue}")
+    elif exchange.died:
+        evalue = f"{exchange.exit_note}; variables from earlier cells are lost"
+        error = CellError(ename="WorkerCrashed", evalue=evalue, traceback=f"WorkerCrashed: {evalue}")
+    stdout, stderr = exchange.stdout, exchange.stderr
+    return ExecResult(
+        stdout=stdout.text(),
+        stderr=stderr.text(),
+        error=error,
+        timed_out=exchange.timed_out,
+        memory_exceeded=bool(reply.get("error") and reply["error"]["ename"] == "MemoryError"),
+        crashed=exchange.died,
+        state_lost=state_lost,
+        truncated=bool(stdout.dropped or stderr.dropped),
+        duration_s=exchange.duration_s,
+        files_created=[f for f in reply.get("files", []) if _is_plain_relative(f)],
+    )
+
+
+def _is_plain_relative(path: str) -> bool:
+    return isinstance(path, str) and not os.path.isabs(path) and ".." not in path.split(os.sep)
+
+
+def _describe_isolation(worker: WorkerProcess, namespaces_error: str | None, wanted: bool) -> str:
+    report = worker.report
+    limits = ", ".join(report.get("limits", []))
+    if report.get("namespaces"):
+        return (
+            f"namespaces: {', '.join(report['namespaces'])}; private read-only root with only the Python "
+            f"installation and the work folder; data files read-only; no capabilities; "
+            f"limits: {limits}; scrubbed environment; wall-clock watchdog"
+        )
+    reason = namespaces_error or ("namespaces disabled by the caller" if not wanted else "unknown")
+    return (
+        f"DEGRADED ({reason}): network, host files and host processes are NOT isolated; "
+        f"limits: {limits}; scrubbed environment; wall-clock watchdog; process group kill"
+    )
+

@@ -1,0 +1,238 @@
+"""The loop that runs inside the sandbox: executes cells and SQL queries sent by the host.
+
+Everything here shares a process with model code, so nothing here is trusted by the host:
+results are informative, and every limit is enforced from outside (kernel, watchdog).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import csv
+import importlib
+import io
+import linecache
+import os
+import resource
+import signal
+import socket
+import sqlite3
+import sys
+import time
+import traceback
+from typing import Any
+from urllib.parse import quote
+
+from datalyst.sandbox._wire import WireError, recv_frame, send_frame
+
+MAX_SCANNED_FILES = 5_000
+SQL_PREVIEW_ROWS = 10
+
+
+class CpuTimeExceeded(BaseException):
+    """Raised in a cell that used up its CPU seconds (a BaseException, so `except Exception` can't eat it)."""
+
+
+def _on_sigxcpu(signum: int, frame: Any) -> None:
+    raise CpuTimeExceeded("the cell used up its CPU time limit")
+
+
+def _set_cpu_budget(seconds: float | None) -> None:
+    """Let the current phase use ``seconds`` more CPU (None: up to the session's hard limit)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if seconds is None:
+        soft = hard
+    else:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(usage.ru_utime + usage.ru_stime + seconds + 0.999)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _clip(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    half = max_chars // 2
+    return f"{text[:half]}\n... [{len(text) - 2 * half} characters truncated] ...\n{text[-half:]}"
+
+
+def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
+    """Size and mtime of regular files under the work folder (symlinks are not followed)."""
+    found: dict[str, tuple[int, int]] = {}
+    stack = [root]
+    while stack and len(found) < MAX_SCANNED_FILES:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+class Kernel:
+    """Interpreter state of one trajectory plus the code to run a cell the way a notebook does."""
+
+    def __init__(self, max_output_chars: int, cpu_s: float) -> None:
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        self.max_output_chars = max_output_chars
+        self.cpu_s = cpu_s
+
+    def run(self, code: str, name: str, *, quiet: bool = False) -> dict[str, Any]:
+        """Run one cell; with ``quiet`` its output is discarded and figures are not saved."""
+        before = {} if quiet else _scan()
+        importlib.invalidate_caches()  # a package may have been installed since the last cell
+        saved_fds = None
+        if quiet:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            saved_fds = (os.dup(1), os.dup(2))
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        try:
+            error = self._execute(code, name)
+            figures = self._collect_figures(name, save=not quiet)
+        finally:
+            _set_cpu_budget(None)
+            if saved_fds is not None:
+                os.dup2(saved_fds[0], 1)
+                os.dup2(saved_fds[1], 2)
+                os.close(saved_fds[0])
+                os.close(saved_fds[1])
+        result: dict[str, Any] = {"error": error}
+        if not quiet:
+            after = _scan()
+            changed = [path for path, sig in after.items() if before.get(path) != sig]
+            result["files"] = sorted(set(changed) | set(figures))
+        return result
+
+    def _execute(self, code: str, name: str) -> dict[str, Any] | None:
+        linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)
+        try:
+            tree = ast.parse(code, filename=name)
+            tail = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            body = compile(tree, name, "exec")
+            last = compile(ast.Expression(tail.value), name, "eval") if tail is not None else None
+        except SyntaxError as exc:
+            return self._error(exc, skip_frames=0)
+        _set_cpu_budget(self.cpu_s)
+        try:
+            exec(body, self.namespace)
+            if last is not None:
+                value = eval(last, self.namespace)
+                if value is not None:
+                    print(repr(value))
+        except BaseException as exc:  # the cell's own exception, including SystemExit and CpuTimeExceeded
+            return self._error(exc, skip_frames=1)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        return None
+
+    def _error(self, exc: BaseException, skip_frames: int) -> dict[str, Any]:
+        tb = exc.__traceback__
+        for _ in range(skip_frames):
+            tb = tb.tb_next if tb is not None else None
+        report = traceback.TracebackException(type(exc), exc, tb)
+        report.stack = traceback.StackSummary.from_list([f for f in report.stack if f.filename != __file__])
+        text = "".join(report.format())
+        error = {
+            "ename": type(exc).__name__,
+            "evalue": _clip(str(exc), 2_000),
+            "traceback": _clip(text, self.max_output_chars),
+        }
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            error["missing_module"] = exc.name.split(".")[0]
+        return error
+
+    def _collect_figures(self, name: str, *, save: bool) -> list[str]:
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return []
+        saved = []
+        for index, number in enumerate(plt.get_fignums(), start=1):
+            path = f"{name.strip('<>')}-figure-{index}.png"
+            if save:
+                try:
+                    plt.figure(number).savefig(path)
+                    saved.append(path)
+                except Exception as exc:  # a broken figure must not break the cell's result
+                    print(f"could not save figure {number}: {exc}", file=sys.stderr)
+        plt.close("all")
+        return saved
+
+
+def run_sql(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one query on a read-only SQLite file; save all rows as CSV, return a preview."""
+    started = time.monotonic()
+    deadline = started + float(request["timeout_s"])
+    result: dict[str, Any] = {"columns": [], "n_rows": 0, "preview": "", "output_path": None}
+    try:
+        conn = sqlite3.connect(f"file:{quote(request['db'])}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return {**result, "error": {"ename": type(exc).__name__, "evalue": str(exc)}}
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        cursor = conn.execute(request["sql"])
+        columns = [d[0] for d in cursor.description or []]
+        preview_rows: list[tuple[Any, ...]] = []
+        n_rows = 0
+        output_path = request.get("output_path")
+        with open(output_path, "w", newline="") if output_path else io.StringIO() as sink:
+            writer = csv.writer(sink)
+            writer.writerow(columns)
+            for row in cursor:
+                if n_rows < SQL_PREVIEW_ROWS:
+                    preview_rows.append(row)
+                writer.writerow(row)
+                n_rows += 1
+        result.update(columns=columns, n_rows=n_rows, output_path=output_path)
+        result["preview"] = _render_rows(columns, preview_rows, n_rows)
+    except sqlite3.OperationalError as exc:
+        timed_out = str(exc) == "interrupted"
+        evalue = f"the query ran longer than {request['timeout_s']} s" if timed_out else str(exc)
+        result.update(error={"ename": type(exc).__name__, "evalue": evalue}, timed_out=timed_out)
+    except (sqlite3.Error, OSError) as exc:
+        result["error"] = {"ename": type(exc).__name__, "evalue": str(exc)}
+    finally:
+        conn.close()
+    return result
+
+
+def _render_rows(columns: list[str], rows: list[tuple[Any, ...]], n_rows: int) -> str:
+    lines = [" | ".join(columns)] + [" | ".join(_clip(str(v), 60) for v in row) for row in rows]
+    if n_rows > len(rows):
+        lines.append(f"... ({n_rows - len(rows)} more rows)")
+    return "\n".join(lines)
+
+
+def serve(sock: socket.socket, *, max_output_chars: int, cpu_s: float) -> None:
+    """Answer requests until the host hangs up."""
+    signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    sys.stdout = io.TextIOWrapper(open(1, "wb", buffering=0, closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(open(2, "wb", buffering=0, closefd=False), write_through=True)
+    kernel = Kernel(max_output_chars, cpu_s)
+    send_frame(sock, {"op": "ready"})
+    while True:
+        try:
+            request = recv_frame(sock)
+        except (WireError, OSError):
+            return
+        if request["op"] == "run":
+            if request.get("replay"):
+                for cell in request["replay"]:
+                    kernel.run(cell["code"], cell["name"], quiet=True)
+                send_frame(sock, {"op": "replayed"})
+            reply = kernel.run(request["code"], request["name"])
+        elif request["op"] == "sql":
+            reply = run_sql(request)
+        else:
+            reply = {"error": {"ename": "ProtocolError", "evalue": f"unknown op {request['op']!r}"}}
+        send_frame(sock, reply)
