@@ -95,7 +95,9 @@ def make_xlsx(tmp_path: Path) -> Callable[..., Path]:
     def build(name: str = "book.xlsx") -> Path:
         path = tmp_path / name
         people = pd.DataFrame({"name": ["Ann", "Ben", "Cat"], "age": [31, 45, 27]})
-        pets = pd.DataFrame({"pet": ["dog", "cat"], "legs": [4, 4], "born": pd.to_datetime(["2020-05-01", "2021-07-15"])})
+        pets = pd.DataFrame(
+            {"pet": ["dog", "cat"], "legs": [4, 4], "born": pd.to_datetime(["2020-05-01", "2021-07-15"])}
+        )
         with pd.ExcelWriter(path, engine="openpyxl") as writer:
             people.to_excel(writer, sheet_name="people", index=False)
             pets.to_excel(writer, sheet_name="pets", index=False)

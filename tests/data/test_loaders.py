@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from datalyst.data import DataFileError, FileKind, detect_kind, load, load_table
+from datalyst.data import DataFileError, FileKind, describe, detect_kind, load, load_table
 from datalyst.errors import DatalystError
 
 # -- helpers -----------------------------------------------------------------------------------------
@@ -118,7 +120,7 @@ def test_load_csv_quoted_newlines_and_single_column(tmp_path: Path) -> None:
     ("encoding", "text"),
     [
         ("latin-1", "name;city\nRené;Zürich\nJosé;Málaga\nFrançois;Besançon\n"),
-        ("cp1252", "name,note\nA,“quoted” – dash €\nB,naïve café\n"),
+        ("cp1252", "name,note\nA,“quoted” \u2013 dash €\nB,naïve café\n"),
         ("utf-16", "name,city\nRené,Zürich\nJosé,Málaga\n"),
         ("utf-16-le", "name,city\nRené,Zürich\nJosé,Málaga\n"),
         ("utf-8-sig", "name,city\nRené,Zürich\nJosé,Málaga\n"),
@@ -215,7 +217,11 @@ def test_load_jsonl(tmp_path: Path) -> None:
 
 def test_load_parquet(tmp_path: Path) -> None:
     frame = pd.DataFrame(
-        {"id": [1, 2, 3], "name": ["a", "b", None], "when": pd.to_datetime(["2024-01-01", "2024-01-02", None])}
+        {
+            "id": [1, 2, 3],
+            "name": ["a", "b", None],
+            "when": pd.to_datetime(["2024-01-01", "2024-01-02", None]),
+        }
     )
     path = tmp_path / "frame.parquet"
     frame.to_parquet(path)
@@ -262,6 +268,7 @@ def test_sqlite_skips_broken_view(make_sqlite) -> None:
     tables = load(path)
     assert "broken" not in tables
     assert list(tables) == ["customers", "orders", "big_orders"]
+    assert_error(path, "no such column", func=lambda p: load_table(p, "broken"))
 
 
 def test_empty_sqlite_database(tmp_path: Path) -> None:
@@ -332,7 +339,7 @@ def test_zip_that_is_not_a_workbook(tmp_path: Path) -> None:
 
 
 def test_xlsx_extension_on_text(tmp_path: Path) -> None:
-    assert_error(write(tmp_path / "fake.xlsx", "a,b\n1,2\n"), "not a XLSX workbook")
+    assert_error(write(tmp_path / "fake.xlsx", "a,b\n1,2\n"), "not an XLSX workbook")
 
 
 def test_legacy_xls(tmp_path: Path) -> None:
@@ -400,3 +407,27 @@ def test_unreadable_file(tmp_path: Path) -> None:
     path = write(tmp_path / "locked.csv", PEOPLE_CSV)
     path.chmod(0)
     assert_error(path, "permission denied")
+
+
+# -- fuzzing: whatever the bytes, only DataFileError escapes -----------------------------------------------
+
+_PREFIXES = [b"", b"SQLite format 3\x00", b"PK\x03\x04", b"PAR1", b"a,b\n", b'[{"a": 1}', b"\xef\xbb\xbf"]
+_SUFFIXES = [".csv", ".tsv", ".json", ".jsonl", ".xlsx", ".parquet", ".sqlite"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    prefix=st.sampled_from(_PREFIXES),
+    body=st.binary(min_size=0, max_size=600),
+    suffix=st.sampled_from(_SUFFIXES),
+)
+def test_random_bytes_raise_only_data_file_error(tmp_path_factory, prefix, body, suffix) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / f"f{suffix}"
+    path.write_bytes(prefix + body)
+    for func in (load, load_table, describe):
+        try:
+            result = func(path)
+        except DataFileError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert result is not None

@@ -11,7 +11,7 @@ import pandas as pd
 from datalyst.errors import ConfigError
 
 from . import _sqlite
-from ._common import MAX_NAMES, STATS_ROWS, check_file
+from ._common import MAX_NAMES, STATS_ROWS, check_file, exc_text
 from ._kinds import FileKind, detect_kind
 from ._models import ColumnInfo, FileInfo, ForeignKeyInfo, TableInfo
 from ._readers import (
@@ -76,8 +76,8 @@ def _describe_delimited(info: FileInfo, path: str | os.PathLike[str], max_column
     else:
         rows, exact = max(count_lines(path, encoding) - 1, len(frame)), False
         info.notes.append(
-            f"Statistics from the first {len(frame)} rows; the row count comes from counting "
-            "lines and is approximate (quoted newlines or blank lines can skew it)."
+            "The row count comes from counting lines and is approximate "
+            "(quoted newlines or blank lines can skew it)."
         )
     info.tables.append(
         _table(Path(path).stem, frame, max_columns=max_columns, row_count=rows, exact=exact, all_names=names)
@@ -104,58 +104,66 @@ def _describe_xlsx(info: FileInfo, path: str | os.PathLike[str], max_columns: in
         )
 
 
+def _schema_only(rel: _sqlite.Relation, rows: int | None, max_columns: int) -> TableInfo:
+    names = [c.name for c in rel.columns]
+    return TableInfo(
+        name=rel.name,
+        kind=rel.kind,
+        row_count=rows,
+        column_count=len(names),
+        column_names=names[:MAX_NAMES],
+        columns=[
+            ColumnInfo(
+                name=c.name, dtype="", kind="other", declared_type=c.declared_type, not_null=c.not_null
+            )
+            for c in rel.columns[:max_columns]
+        ],
+        omitted_columns=max(len(names) - max_columns, 0),
+    )
+
+
+def _sqlite_table(
+    con: sqlite3.Connection, rel: _sqlite.Relation, detailed: bool, max_columns: int
+) -> TableInfo:
+    _sqlite.add_schema(con, rel)
+    rows = _sqlite.count_rows(con, rel)
+    if detailed:
+        names = [c.name for c in rel.columns]
+        frame = _sqlite.read_relation(con, rel.name, limit=STATS_ROWS, columns=names[:max_columns])
+        declared = {c.name: (c.declared_type, c.not_null) for c in rel.columns}
+        table = _table(
+            rel.name,
+            frame,
+            max_columns=max_columns,
+            row_count=rows,
+            all_names=names,
+            kind=rel.kind,
+            declared=declared,
+        )
+    else:
+        table = _schema_only(rel, rows, max_columns)
+    table.row_count_exact = rows is not None
+    table.primary_key = rel.primary_key
+    table.foreign_keys = [
+        ForeignKeyInfo(columns=fk.columns, ref_table=fk.ref_table, ref_columns=fk.ref_columns)
+        for fk in rel.foreign_keys
+    ]
+    return table
+
+
 def _describe_sqlite(info: FileInfo, path: str | os.PathLike[str], max_columns: int) -> None:
     with _sqlite.open_db(path) as con:
         rels = _sqlite.relations(con)
         for index, rel in enumerate(rels):
-            _sqlite.add_schema(con, rel)
-            rows = _sqlite.count_rows(con, rel)
-            names = [c.name for c in rel.columns]
-            declared = {c.name: (c.declared_type, c.not_null) for c in rel.columns}
-            if index < MAX_DETAILED_TABLES:
-                try:
-                    frame = _sqlite.read_relation(
-                        con, rel.name, limit=STATS_ROWS, columns=names[:max_columns]
-                    )
-                except (sqlite3.Error, pd.errors.DatabaseError):
-                    if rel.kind == "table":
-                        raise
-                    frame = None  # a view over missing tables or functions
-                if frame is not None:
-                    table = _table(
-                        rel.name,
-                        frame,
-                        max_columns=max_columns,
-                        row_count=rows,
-                        all_names=names,
-                        kind=rel.kind,
-                        declared=declared,
-                    )
-                else:
-                    table = TableInfo(
-                        name=rel.name, kind=rel.kind, column_count=len(names), column_names=names
-                    )
-                    table.notes.append("The view could not be evaluated.")
-            else:
-                table = TableInfo(
-                    name=rel.name,
-                    kind=rel.kind,
-                    row_count=rows,
-                    column_count=len(names),
-                    column_names=names[:MAX_NAMES],
-                    columns=[
-                        ColumnInfo(name=c.name, dtype="", kind="other", declared_type=c.declared_type)
-                        for c in rel.columns[:max_columns]
-                    ],
-                    omitted_columns=max(len(names) - max_columns, 0),
-                )
-            table.row_count_exact = rows is not None
-            table.primary_key = rel.primary_key
-            table.foreign_keys = [
-                ForeignKeyInfo(columns=fk.columns, ref_table=fk.ref_table, ref_columns=fk.ref_columns)
-                for fk in rel.foreign_keys
-            ]
-            info.tables.append(table)
+            detailed = index < MAX_DETAILED_TABLES
+            if rel.kind == "table":
+                info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
+                continue
+            try:
+                info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
+            except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+                note = f"The view could not be evaluated: {exc_text(exc)}"
+                info.tables.append(TableInfo(name=rel.name, kind=rel.kind, notes=[note]))
         if len(rels) > MAX_DETAILED_TABLES:
             info.notes.append(f"Only the first {MAX_DETAILED_TABLES} tables have statistics and sample rows.")
 

@@ -46,9 +46,9 @@ PARQUET_MAGIC = b"PAR1"
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .xls, or an encrypted .xlsx
 
 _BINARY_KINDS = {
-    FileKind.SQLITE: "SQLite database (no 'SQLite format 3' header)",
-    FileKind.XLSX: "XLSX workbook (no zip signature)",
-    FileKind.PARQUET: "Parquet file (no 'PAR1' signature)",
+    FileKind.SQLITE: "a SQLite database (no 'SQLite format 3' header)",
+    FileKind.XLSX: "an XLSX workbook (no zip signature)",
+    FileKind.PARQUET: "a Parquet file (no 'PAR1' signature)",
 }
 
 
@@ -98,7 +98,7 @@ def detect_kind(path: str | os.PathLike[str]) -> FileKind:
     if by_ext in _BINARY_KINDS:
         raise file_error(
             path,
-            f"the extension says {ext} but the content is not a {_BINARY_KINDS[by_ext]}",
+            f"the extension says {ext} but the content is not {_BINARY_KINDS[by_ext]}",
             "the file is corrupt or misnamed; export it again or rename it to its real type",
         )
     return by_ext

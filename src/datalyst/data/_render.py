@@ -60,15 +60,16 @@ def table_lines(table: TableInfo) -> list[str]:
     for fk in table.foreign_keys:
         refs = ", ".join(c or "(primary key)" for c in fk.ref_columns)
         lines.append(f"Foreign key: ({', '.join(fk.columns)}) -> {fk.ref_table}({refs})")
-    if table.columns:
-        lines.append("Columns:")
-        lines.extend(column_line(col) for col in table.columns)
     if table.omitted_columns:
         rest = table.column_names[len(table.columns) :]
         names = clip(", ".join(rest), _OMITTED_NAMES_CHARS) if rest else ""
         lines.append(
-            f"... {table.omitted_columns} more columns not described" + (f": {names}" if names else "")
+            f"Only the first {len(table.columns)} columns are described; {table.omitted_columns} more"
+            + (f": {names}" if names else "")
         )
+    if table.columns:
+        lines.append("Columns:")
+        lines.extend(column_line(col) for col in table.columns)
     if table.sample_rows:
         header = [col.name for col in table.columns] or table.column_names
         width = len(table.sample_rows[0])

@@ -79,7 +79,7 @@ def open_db(path: str | os.PathLike[str]) -> Iterator[sqlite3.Connection]:
     try:
         yield con
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-        raise file_error(path, f"the SQLite database is corrupt: {exc_text(exc)}", _CORRUPT_HINT) from exc
+        raise file_error(path, f"reading the SQLite database failed: {exc_text(exc)}", _CORRUPT_HINT) from exc
     finally:
         con.close()
 

@@ -108,7 +108,7 @@ def sample_text(path: str | os.PathLike[str]) -> TextSample:
             raise file_error(path, "the file contains binary data (NUL bytes), not text", _BINARY_HINT)
     if encoding is None:
         try:
-            text = _decode(data, "utf-8", final=whole)
+            _decode(data, "utf-8", final=whole)
             encoding = "utf-8"
         except UnicodeDecodeError:
             if not whole and b"\n" in data:

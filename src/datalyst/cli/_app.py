@@ -1,0 +1,40 @@
+"""The root of the command tree and the one place that turns user errors into one line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+from rich.console import Console
+
+from datalyst.errors import DatalystError
+
+app = typer.Typer(
+    name="datalyst",
+    help="Data-analytic agents that answer questions about data files by running code safely.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _root() -> None:
+    """Data-analytic agents that answer questions about data files by running code safely."""
+
+
+def _register() -> None:
+    from datalyst.cli import _exec  # noqa: F401  (commands register themselves on import)
+
+
+def main() -> None:
+    """Console entry point: run the app, print user errors in one line, exit non-zero."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _register()
+    try:
+        app()
+    except DatalystError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)

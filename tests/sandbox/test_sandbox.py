@@ -1,0 +1,159 @@
+"""Behaviour of one sandbox: notebook-like cells, both modes, outputs, limits, degraded isolation."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable
+from datalyst.sandbox import Limits, Sandbox
+
+FAST = Limits(wall_s=5, cpu_s=5, memory_mb=1024)
+MODES = ["session", "replay"]
+
+
+@pytest.fixture
+def sales(examples_dir):
+    return examples_dir / "sales.csv"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_state_carries_over_between_cells(sales, mode):
+    with Sandbox(files=[sales], mode=mode, limits=FAST) as sb:
+        assert sb.run_python("import pandas as pd\ndf = pd.read_csv('sales.csv')").ok
+        result = sb.run_python("print(len(df))\ndf.columns.tolist()")
+    assert result.stdout.splitlines() == ["60", "['date', 'region', 'product', 'units', 'unit_price', 'revenue']"]
+
+
+def test_final_expression_is_shown_like_a_notebook_and_none_is_not(sales):
+    with Sandbox(files=[sales], limits=FAST) as sb:
+        assert sb.run_python("x = 41\nx + 1").stdout == "42\n"
+        assert sb.run_python("print('a')\nNone").stdout == "a\n"
+        assert sb.run_python("for i in range(3):\n    print(i)").stdout == "0\n1\n2\n"
+
+
+def test_errors_carry_a_traceback_that_points_into_the_cell(sales):
+    with Sandbox(files=[sales], limits=FAST) as sb:
+        result = sb.run_python("a = 1\nb = a / 0")
+    assert result.error.ename == "ZeroDivisionError"
+    assert 'File "<cell-1>", line 2' in result.error.traceback
+    assert "b = a / 0" in result.error.traceback
+    assert "_worker.py" not in result.error.traceback
+    assert not result.crashed and not result.state_lost
+
+
+def test_syntax_errors_are_reported_not_raised():
+    with Sandbox(limits=FAST) as sb:
+        result = sb.run_python("def broken(:\n    pass")
+    assert result.error.ename == "SyntaxError"
+
+
+def test_figures_are_saved_and_written_files_are_listed(sales):
+    code = (
+        "import pandas as pd, matplotlib.pyplot as plt\n"
+        "df = pd.read_csv('sales.csv')\n"
+        "df.groupby('region')['revenue'].sum().plot(kind='bar')\n"
+        "df.head().to_csv('head.csv', index=False)\n"
+    )
+    with Sandbox(files=[sales], limits=FAST) as sb:
+        result = sb.run_python(code)
+        assert result.ok, result.render()
+        assert sorted(result.files_created) == ["cell-1-figure-1.png", "head.csv"]
+        with open(os.path.join(sb.workdir, "cell-1-figure-1.png"), "rb") as png:
+            assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+        assert sb.run_python("print('no new files')").files_created == []
+
+
+def test_long_output_keeps_head_and_tail():
+    limits = Limits(wall_s=5, max_output_chars=1000)
+    with Sandbox(limits=limits) as sb:
+        result = sb.run_python("print('HEAD' + 'x' * 100000 + 'TAIL')")
+    assert result.truncated
+    assert result.stdout.startswith("HEAD") and result.stdout.rstrip().endswith("TAIL")
+    assert len(result.stdout) < 1200
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_timeout_kills_the_worker_and_the_next_cell_says_state_was_lost(mode):
+    with Sandbox(mode=mode, limits=Limits(wall_s=1, cpu_s=30)) as sb:
+        sb.run_python("x = 1")
+        result = sb.run_python("import time\ntime.sleep(60)")
+        assert result.timed_out and result.error.ename == "TimeoutError"
+        after = sb.run_python("print('x' in globals())")
+    assert after.state_lost and after.stdout == "False\n"
+
+
+def test_cpu_limit_raises_inside_the_cell_and_keeps_the_session():
+    with Sandbox(limits=Limits(wall_s=20, cpu_s=1)) as sb:
+        sb.run_python("kept = 'yes'")
+        result = sb.run_python("while True:\n    pass")
+        assert result.error.ename == "CpuTimeExceeded" and not result.crashed
+        assert sb.run_python("print(kept)").stdout == "yes\n"
+
+
+def test_memory_limit_gives_memory_error():
+    with Sandbox(limits=Limits(wall_s=10, memory_mb=512)) as sb:
+        result = sb.run_python("block = bytearray(1024 ** 3)")
+    assert result.memory_exceeded and result.error.ename == "MemoryError"
+
+
+def test_crash_is_a_result_and_the_next_cell_gets_a_fresh_worker():
+    with Sandbox(limits=FAST, screen_code=False) as sb:
+        sb.run_python("x = 1")
+        result = sb.run_python("import os\nos._exit(7)")
+        assert result.crashed and "exited with code 7" in result.error.evalue
+        after = sb.run_python("print(1 + 1)")
+    assert after.state_lost and after.stdout == "2\n"
+
+
+def test_the_environment_is_scrubbed(monkeypatch):
+    monkeypatch.setenv("DATALYST_TEST_SECRET", "hunter2")
+    with Sandbox(limits=FAST) as sb:
+        result = sb.run_python("import os\nprint(sorted(os.environ))")
+    assert "DATALYST_TEST_SECRET" not in result.stdout and "hunter2" not in result.stdout
+
+
+def test_isolation_is_reported():
+    with Sandbox(limits=FAST) as sb:
+        assert sb.isolation.startswith("namespaces: user, mount, pid, network")
+
+
+def test_without_namespaces_the_sandbox_degrades_and_says_so(sales):
+    with Sandbox(files=[sales], limits=Limits(wall_s=1, cpu_s=30), use_namespaces=False) as sb:
+        assert sb.isolation.startswith("DEGRADED (namespaces disabled by the caller)")
+        assert sb.run_python("print(open('sales.csv').readline().strip())").stdout.startswith("date,region")
+        assert sb.run_python("import time\ntime.sleep(30)").timed_out
+        assert sb.run_python("print('back')").stdout == "back\n"
+
+
+def test_required_isolation_that_is_missing_is_an_error():
+    with Sandbox(limits=FAST, use_namespaces=False, require_isolation=True) as sb, pytest.raises(IsolationUnavailable):
+        sb.run_python("1")
+
+
+def test_bad_arguments_are_clear_errors(tmp_path, sales):
+    with pytest.raises(DataFileError, match="no such file"):
+        Sandbox(files=[tmp_path / "missing.csv"])
+    other = tmp_path / "sales.csv"
+    other.write_text("a\n1\n")
+    with pytest.raises(ConfigError, match="two data files are named 'sales.csv'"):
+        Sandbox(files=[sales, other])
+    with pytest.raises(ConfigError, match="unknown sandbox mode"):
+        Sandbox(mode="fast")  # type: ignore[arg-type]
+
+
+def test_closing_removes_the_work_folder(sales):
+    sb = Sandbox(files=[sales], limits=FAST)
+    sb.run_python("open('out.txt', 'w').write('x')")
+    workdir = sb.workdir
+    sb.close()
+    assert not os.path.exists(workdir)
+
+
+def test_screened_code_is_refused_with_a_readable_message(sales):
+    with Sandbox(files=[sales], limits=FAST) as sb:
+        result = sb.run_python("import subprocess\nsubprocess.run(['ls'])")
+        assert result.error.ename == "SandboxViolation"
+        assert "Refused before running (line 1): import of subprocess" in result.render()
+        assert sb.run_python("print('fine')").stdout == "fine\n"
