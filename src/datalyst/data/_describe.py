@@ -156,13 +156,13 @@ def _describe_sqlite(info: FileInfo, path: str | os.PathLike[str], max_columns: 
         rels = _sqlite.relations(con)
         for index, rel in enumerate(rels):
             detailed = index < MAX_DETAILED_TABLES
-            if rel.kind == "table":
+            if not rel.optional:
                 info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
                 continue
             try:
                 info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
             except (sqlite3.Error, pd.errors.DatabaseError) as exc:
-                note = f"The view could not be evaluated: {exc_text(exc)}"
+                note = f"The {rel.kind} could not be evaluated: {exc_text(exc)}"
                 info.tables.append(TableInfo(name=rel.name, kind=rel.kind, notes=[note]))
         if len(rels) > MAX_DETAILED_TABLES:
             info.notes.append(f"Only the first {MAX_DETAILED_TABLES} tables have statistics and sample rows.")

@@ -54,13 +54,12 @@ def _load_sqlite(path: str | os.PathLike[str], table: str | None, every: bool) -
         if every:
             frames = {}
             for rel in rels:
-                if rel.kind == "view":
-                    try:
-                        frames[rel.name] = _sqlite.read_relation(con, rel.name)
-                    except (sqlite3.Error, pd.errors.DatabaseError):
-                        continue  # a broken view holds no data of its own
-                else:
+                try:
                     frames[rel.name] = _sqlite.read_relation(con, rel.name)
+                except (sqlite3.Error, pd.errors.DatabaseError):
+                    if not rel.optional:
+                        raise
+                    # a broken view or an unavailable virtual table holds no data of its own
             return frames
         name = resolve_table(path, [r.name for r in rels], table)
         return {name: _sqlite.read_relation(con, name)}

@@ -6,6 +6,7 @@ import json
 import os
 import warnings
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,7 +242,7 @@ def _xlsx_error(path: str | os.PathLike[str], exc: Exception) -> Exception:
 
 def read_xlsx(
     path: str | os.PathLike[str],
-    pick: Any,
+    pick: Callable[[list[str]], list[str]],
     *,
     nrows: int | None = None,
     max_columns: int | None = None,

@@ -47,8 +47,14 @@ class Relation:
 
     name: str
     kind: str  # "table" or "view"
+    virtual: bool = False  # a virtual table needs its module, which this SQLite may lack
     columns: list[Column] = field(default_factory=list)
     foreign_keys: list[ForeignKey] = field(default_factory=list)
+
+    @property
+    def optional(self) -> bool:
+        """Views and virtual tables may fail to evaluate without the file being corrupt."""
+        return self.kind == "view" or self.virtual
 
     @property
     def primary_key(self) -> list[str]:
@@ -87,10 +93,13 @@ def open_db(path: str | os.PathLike[str]) -> Iterator[sqlite3.Connection]:
 def relations(con: sqlite3.Connection) -> list[Relation]:
     """Tables (in creation order) then views, without SQLite's internal tables."""
     rows = con.execute(
-        "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+        "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view') "
         "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
     ).fetchall()
-    found = [Relation(name, kind) for name, kind in rows]
+    found = [
+        Relation(name, kind, virtual=(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"))
+        for name, kind, sql in rows
+    ]
     found.sort(key=lambda r: r.kind != "table")
     return found
 

@@ -1,0 +1,5 @@
+"""``python -m datalyst`` is the ``datalyst`` command."""
+
+from datalyst.cli import main
+
+main()
