@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -10,16 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def benchmarks_root() -> Path:
-    """Where the shared benchmarks live: $DATALYST_BENCHMARKS, else <repo>/../shared/benchmarks."""
-    return Path(os.environ.get("DATALYST_BENCHMARKS") or REPO.parent / "shared" / "benchmarks")
+from datalyst.paths import benchmarks_dir
 
 
 def dabench_table_dir() -> Path:
-    return benchmarks_root() / "dabench" / "tables"
+    return benchmarks_dir() / "dabench" / "tables"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -33,14 +27,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         reason = f"DABench tables not found at {folder} (set DATALYST_BENCHMARKS)"
         metafunc.parametrize("dabench_csv", [pytest.param(None, marks=pytest.mark.skip(reason=reason))])
-
-
-@pytest.fixture(scope="session")
-def dabench_tables() -> Path:
-    folder = dabench_table_dir()
-    if not folder.is_dir():
-        pytest.skip(f"DABench tables not found at {folder} (set DATALYST_BENCHMARKS)")
-    return folder
 
 
 @pytest.fixture

@@ -222,9 +222,7 @@ def test_header_only_csv(tmp_path: Path) -> None:
 def test_wide_file_is_bounded(tmp_path: Path) -> None:
     path = tmp_path / "wide.csv"
     rng = np.random.default_rng(0)
-    pd.DataFrame(rng.integers(0, 100, size=(50, 500)), columns=[f"c{i}" for i in range(500)]).to_csv(
-        path, index=False
-    )
+    pd.DataFrame(rng.integers(0, 100, size=(50, 500)), columns=[f"c{i}" for i in range(500)]).to_csv(path, index=False)
     info = describe(path, max_columns=40, max_chars=3000)
     (table,) = info.tables
     assert (table.column_count, len(table.columns), table.omitted_columns) == (500, 40, 460)

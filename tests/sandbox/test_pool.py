@@ -6,7 +6,10 @@ import asyncio
 
 from datalyst.sandbox import Limits, SandboxPool
 
-CELLS = ["import pandas as pd\ndf = pd.read_csv('sales.csv')", "seed = {n}\nprint(seed * int(df['units'].sum()))"]
+CELLS = [
+    "import pandas as pd\ndf = pd.read_csv('sales.csv')",
+    "seed = {n}\nprint(seed * int(df['units'].sum()))",
+]
 
 
 async def _trajectories(pool: SandboxPool, sales, count: int, live: list[int]) -> list[str]:

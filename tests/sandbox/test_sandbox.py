@@ -23,7 +23,10 @@ def test_state_carries_over_between_cells(sales, mode):
     with Sandbox(files=[sales], mode=mode, limits=FAST) as sb:
         assert sb.run_python("import pandas as pd\ndf = pd.read_csv('sales.csv')").ok
         result = sb.run_python("print(len(df))\ndf.columns.tolist()")
-    assert result.stdout.splitlines() == ["60", "['date', 'region', 'product', 'units', 'unit_price', 'revenue']"]
+    assert result.stdout.splitlines() == [
+        "60",
+        "['date', 'region', 'product', 'units', 'unit_price', 'revenue']",
+    ]
 
 
 def test_final_expression_is_shown_like_a_notebook_and_none_is_not(sales):
@@ -128,7 +131,10 @@ def test_without_namespaces_the_sandbox_degrades_and_says_so(sales):
 
 
 def test_required_isolation_that_is_missing_is_an_error():
-    with Sandbox(limits=FAST, use_namespaces=False, require_isolation=True) as sb, pytest.raises(IsolationUnavailable):
+    with (
+        Sandbox(limits=FAST, use_namespaces=False, require_isolation=True) as sb,
+        pytest.raises(IsolationUnavailable),
+    ):
         sb.run_python("1")
 
 
@@ -137,7 +143,7 @@ def test_bad_arguments_are_clear_errors(tmp_path, sales):
         Sandbox(files=[tmp_path / "missing.csv"])
     other = tmp_path / "sales.csv"
     other.write_text("a\n1\n")
-    with pytest.raises(ConfigError, match="two data files are named 'sales.csv'"):
+    with pytest.raises(ConfigError, match=r"two data files are named 'sales\.csv'"):
         Sandbox(files=[sales, other])
     with pytest.raises(ConfigError, match="unknown sandbox mode"):
         Sandbox(mode="fast")  # type: ignore[arg-type]

@@ -47,7 +47,13 @@ def test_many_rows_are_all_saved_but_previewed_briefly(shop):
 
 
 @pytest.mark.parametrize(
-    "sql", ["DELETE FROM orders", "CREATE TABLE t (x)", "INSERT INTO customers VALUES (9, 'Eve')", "DROP TABLE orders"]
+    "sql",
+    [
+        "DELETE FROM orders",
+        "CREATE TABLE t (x)",
+        "INSERT INTO customers VALUES (9, 'Eve')",
+        "DROP TABLE orders",
+    ],
 )
 def test_databases_are_read_only(shop, sql):
     before = shop.read_bytes()
@@ -108,7 +114,10 @@ def test_parallel_sandboxes_do_not_share_results(shop):
     with Sandbox(files=[shop]) as a, Sandbox(files=[shop]) as b:
         a.run_sql("SELECT 'a' AS who", output_path="result.csv")
         b.run_sql("SELECT 'b' AS who", output_path="result.csv")
-        with open(os.path.join(a.workdir, "result.csv")) as fa, open(os.path.join(b.workdir, "result.csv")) as fb:
+        with (
+            open(os.path.join(a.workdir, "result.csv")) as fa,
+            open(os.path.join(b.workdir, "result.csv")) as fb,
+        ):
             assert (fa.read(), fb.read()) == ("who\na\n", "who\nb\n")
 
 

@@ -58,9 +58,7 @@ def check_file(path: str | os.PathLike[str]) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise file_error(
-            path, "file not found", f"check the path (relative paths start at {os.getcwd()})"
-        ) from None
+        raise file_error(path, "file not found", f"check the path (relative paths start at {os.getcwd()})") from None
     except OSError as exc:
         raise file_error(path, f"cannot access the file: {exc_text(exc)}", "check the permissions") from exc
     if p.is_dir():

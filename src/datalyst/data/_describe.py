@@ -76,8 +76,7 @@ def _describe_delimited(info: FileInfo, path: str | os.PathLike[str], max_column
     else:
         rows, exact = max(count_lines(path, encoding) - 1, len(frame)), False
         info.notes.append(
-            "The row count comes from counting lines and is approximate "
-            "(quoted newlines or blank lines can skew it)."
+            "The row count comes from counting lines and is approximate (quoted newlines or blank lines can skew it)."
         )
     info.tables.append(
         _table(Path(path).stem, frame, max_columns=max_columns, row_count=rows, exact=exact, all_names=names)
@@ -113,18 +112,14 @@ def _schema_only(rel: _sqlite.Relation, rows: int | None, max_columns: int) -> T
         column_count=len(names),
         column_names=names[:MAX_NAMES],
         columns=[
-            ColumnInfo(
-                name=c.name, dtype="", kind="other", declared_type=c.declared_type, not_null=c.not_null
-            )
+            ColumnInfo(name=c.name, dtype="", kind="other", declared_type=c.declared_type, not_null=c.not_null)
             for c in rel.columns[:max_columns]
         ],
         omitted_columns=max(len(names) - max_columns, 0),
     )
 
 
-def _sqlite_table(
-    con: sqlite3.Connection, rel: _sqlite.Relation, detailed: bool, max_columns: int
-) -> TableInfo:
+def _sqlite_table(con: sqlite3.Connection, rel: _sqlite.Relation, detailed: bool, max_columns: int) -> TableInfo:
     _sqlite.add_schema(con, rel)
     rows = _sqlite.count_rows(con, rel)
     if detailed:
@@ -181,9 +176,7 @@ def describe(path: str | os.PathLike[str], *, max_columns: int = 40, max_chars: 
         raise ConfigError(f"max_chars must be at least 1, got {max_chars}")
     kind = detect_kind(path)
     p = check_file(path)
-    info = FileInfo(
-        path=os.fspath(path), name=p.name, kind=kind, size_bytes=p.stat().st_size, max_chars=max_chars
-    )
+    info = FileInfo(path=os.fspath(path), name=p.name, kind=kind, size_bytes=p.stat().st_size, max_chars=max_chars)
     if kind in (FileKind.CSV, FileKind.TSV):
         _describe_delimited(info, path, max_columns)
     elif kind is FileKind.XLSX:

@@ -32,9 +32,7 @@ def resolve_table(path: str | os.PathLike[str], available: list[str], table: str
     shown = ", ".join(repr(n) for n in available[:_LISTED])
     if len(available) > _LISTED:
         shown += f", ... ({len(available)} in all)"
-    raise file_error(
-        path, f"no table named {table!r}; available: {shown}", "pass one of the available names, or none"
-    )
+    raise file_error(path, f"no table named {table!r}; available: {shown}", "pass one of the available names, or none")
 
 
 def _single(path: str | os.PathLike[str], kind: FileKind) -> pd.DataFrame:

@@ -28,9 +28,7 @@ class ColumnInfo(_Record):
     min: int | float | str | None = None
     max: int | float | str | None = None
     mean: float | None = None
-    date_format: str | None = Field(
-        default=None, description="strftime format that parses a date-text column"
-    )
+    date_format: str | None = Field(default=None, description="strftime format that parses a date-text column")
     values: list[str] | None = Field(default=None, description="distinct values, most frequent first")
     value_counts: list[int] | None = None
 

@@ -39,9 +39,7 @@ def read_delimited(
 ) -> pd.DataFrame:
     """Read delimited text with pandas."""
     try:
-        return pd.read_csv(
-            path, sep=delimiter, encoding=encoding, nrows=nrows, usecols=usecols, low_memory=False
-        )
+        return pd.read_csv(path, sep=delimiter, encoding=encoding, nrows=nrows, usecols=usecols, low_memory=False)
     except UnicodeDecodeError as exc:
         raise file_error(
             path,
@@ -72,9 +70,7 @@ def _read_text(path: str | os.PathLike[str]) -> str:
         with open(path, encoding=encoding) as fh:
             return fh.read().removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise file_error(
-            path, f"the text is not valid {encoding}: {exc_text(exc)}", "re-save as UTF-8"
-        ) from exc
+        raise file_error(path, f"the text is not valid {encoding}: {exc_text(exc)}", "re-save as UTF-8") from exc
     except OSError as exc:
         raise file_error(path, f"cannot read the file: {exc_text(exc)}", "check the permissions") from exc
 

@@ -108,9 +108,7 @@ def add_schema(con: sqlite3.Connection, rel: Relation) -> Relation:
     """Fill the declared columns and foreign keys of a relation."""
     rel.columns = [
         Column(name, declared or "", bool(notnull), int(pk))
-        for _cid, name, declared, notnull, _default, pk in con.execute(
-            f"PRAGMA table_info({quote(rel.name)})"
-        )
+        for _cid, name, declared, notnull, _default, pk in con.execute(f"PRAGMA table_info({quote(rel.name)})")
     ]
     groups: dict[int, ForeignKey] = {}
     for fk_id, _seq, table, src, dst, *_rest in con.execute(f"PRAGMA foreign_key_list({quote(rel.name)})"):

@@ -156,11 +156,7 @@ def column_info(series: pd.Series, name: str, **extra: Any) -> ColumnInfo:
     elif ptypes.is_timedelta64_dtype(dtype):
         if len(present):
             info["min"], info["max"] = str(present.min()), str(present.max())
-    elif (
-        ptypes.is_string_dtype(dtype)
-        or ptypes.is_object_dtype(dtype)
-        or isinstance(dtype, pd.CategoricalDtype)
-    ):
+    elif ptypes.is_string_dtype(dtype) or ptypes.is_object_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         info["kind"] = "text"
         found = _dates_in_text(present) if len(present) else None
         if found is not None:

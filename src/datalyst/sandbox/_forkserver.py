@@ -12,6 +12,7 @@ makes the kernel kill every process in its PID namespace, double-forked daemons 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -185,10 +186,8 @@ def main() -> None:
             send_frame(sock, _spawn(request, fds, monitors))
     finally:
         for pid in list(monitors):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         remove_tree(run_root)
 
 
@@ -262,7 +261,9 @@ class ForkServer:
             recv_frame(host_end)
         except (WireError, OSError) as exc:
             self.close()
-            raise SandboxError(f"the sandbox fork server failed to start ({exc}); run python -c 'import pandas'") from exc
+            raise SandboxError(
+                f"the sandbox fork server failed to start ({exc}); run python -c 'import pandas'"
+            ) from exc
         atexit.register(self.close)
 
     def ensure_run_root(self) -> str:

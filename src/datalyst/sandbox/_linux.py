@@ -75,12 +75,17 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def drop_all_capabilities() -> None:
     """Empty the bounding, ambient, effective, permitted and inheritable capability sets."""
-    last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last_cap = int(f.read())
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     for cap in range(last_cap + 1):
         prctl(PR_CAPBSET_DROP, cap)

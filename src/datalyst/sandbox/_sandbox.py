@@ -296,4 +296,3 @@ def _describe_isolation(worker: WorkerProcess, namespaces_error: str | None, wan
         f"DEGRADED ({reason}): network, host files and host processes are NOT isolated; "
         f"limits: {limits}; scrubbed environment; wall-clock watchdog; process group kill"
     )
-

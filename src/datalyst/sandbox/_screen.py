@@ -108,12 +108,13 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _names_data_file(self, nodes: Iterable[ast.AST]) -> bool:
-        for node in nodes:
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                    if os.path.basename(sub.value) in self.data_names:
-                        return True
-        return False
+        return any(
+            isinstance(sub, ast.Constant)
+            and isinstance(sub.value, str)
+            and os.path.basename(sub.value) in self.data_names
+            for node in nodes
+            for sub in ast.walk(node)
+        )
 
 
 def _opens_for_writing(node: ast.Call) -> bool:

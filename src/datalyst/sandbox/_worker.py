@@ -216,8 +216,9 @@ def _render_rows(columns: list[str], rows: list[tuple[Any, ...]], n_rows: int) -
 def serve(sock: socket.socket, *, max_output_chars: int, cpu_s: float) -> None:
     """Answer requests until the host hangs up."""
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
-    sys.stdout = io.TextIOWrapper(open(1, "wb", buffering=0, closefd=False), write_through=True)
-    sys.stderr = io.TextIOWrapper(open(2, "wb", buffering=0, closefd=False), write_through=True)
+    # unbuffered, so output written before a crash still reaches the host
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), write_through=True)
     kernel = Kernel(max_output_chars, cpu_s)
     send_frame(sock, {"op": "ready"})
     while True:
