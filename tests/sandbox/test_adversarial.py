@@ -265,7 +265,7 @@ def test_fork_bomb_is_capped_and_cleaned_up(open_sandbox, victim_data, mode, cod
     sb = open_sandbox(mode, wall_s=3, cpu_s=5)
     processes_before = len(host_pids())
     result = sb.run_python(code)
-    if code is FORK_LOOP:  # never ends by itself: the watchdog (or a limit) must stop it
+    if code == FORK_LOOP:  # never ends by itself: the watchdog (or a limit) must stop it
         assert result.timed_out or result.crashed or result.error is not None, result.render()
     else:
         assert result.ok, result.render()
@@ -630,7 +630,7 @@ def test_symlink_out_of_the_work_folder_reads_nothing(open_sandbox, victim_data,
         )
     )
     assert text not in result.render()
-    assert secret.name not in result.stdout.replace(f"{secret}", "")  # no listing showed it
+    assert secret.name not in result.render()  # no listing showed it
     for path in Path(sb.workdir).rglob("*"):
         if path.is_file() and not path.is_symlink():
             assert text not in path.read_text(errors="replace"), f"{path.name} holds the secret"
@@ -664,7 +664,7 @@ def test_host_home_folder_is_invisible(open_sandbox, victim_data, home_secret, m
     )
     assert result.ok, result.render()
     assert f"HOME {sb.workdir}\n" in result.stdout
-    assert secret.name not in result.render().replace(f"open({str(secret)!r})", "")
+    assert secret.name not in result.render()
     assert text not in result.render()
     assert_contained_and_usable(sb, victim_data)
 
@@ -744,22 +744,25 @@ def test_host_abstract_unix_socket_and_udp_are_unreachable(open_sandbox, victim_
             cell(
                 """
                 import socket
-                for family, kind, address in ((socket.AF_UNIX, socket.SOCK_STREAM, $name),
-                                              (socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", $port))):
+                targets = {
+                    "unix": (socket.AF_UNIX, socket.SOCK_STREAM, $name),
+                    "udp": (socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", $port)),
+                }
+                for label, (family, kind, address) in targets.items():
                     with socket.socket(family, kind) as s:
                         try:
                             s.connect(address)
                             s.send(b"hello from the sandbox")
-                            print("sent")
+                            print(label, "sent")
                         except OSError as exc:
-                            print(type(exc).__name__)
+                            print(label, type(exc).__name__)
                 """,
                 name=name,
                 port=udp_server.getsockname()[1],
             )
         )
         assert result.ok, result.render()
-        assert "sent" not in result.stdout.split()[:1]  # the abstract socket lives in the host's netns
+        assert "unix sent" not in result.stdout  # abstract sockets belong to the host's network namespace
         unix_server.setblocking(False)
         udp_server.setblocking(False)
         with pytest.raises(BlockingIOError):
