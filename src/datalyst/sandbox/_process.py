@@ -212,14 +212,16 @@ class WorkerProcess:
 
     # -- ending
 
-    def kill(self) -> str:
-        """Kill the worker (and with it its whole PID namespace); return how it ended."""
+    def kill(self, *, wait: bool = True) -> str:
+        """Kill the worker (and with it its whole PID namespace); with ``wait``, return how it ended."""
         if self.pidfd is not None and self.wait_status is None:
             if not self.report.get("namespaces"):  # no PID namespace: kill the worker's process group
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        if not wait:
+            return ""
         deadline = time.monotonic() + EXIT_REPORT_TIMEOUT_S
         try:
             while self.wait_status is None and time.monotonic() < deadline:
@@ -229,7 +231,8 @@ class WorkerProcess:
         return describe_exit(self.wait_status)
 
     def close(self) -> None:
-        self.kill()
+        """Kill the worker without waiting for the kernel to tear its namespaces down."""
+        self.kill(wait=False)
         self.ctrl.close()
         for fd in (self.stdout_fd, self.stderr_fd, self.status_fd, self.pidfd):
             if fd is not None:

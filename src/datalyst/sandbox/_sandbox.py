@@ -178,7 +178,8 @@ class Sandbox:
 
     @property
     def databases(self) -> list[str]:
-        from datalyst.data import FileKind, detect_kind
+        """Staged files that are SQLite databases."""
+        from datalyst.data import FileKind, detect_kind  # imported here: it loads pandas, which the host may not need
 
         return [path for path in self.data_files if detect_kind(path) == FileKind.SQLITE]
 
@@ -192,11 +193,11 @@ class Sandbox:
 
     def run_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
         """Run a query on a staged database (read-only); save all rows as CSV at ``output_path``."""
-        refused = self._check_sql_target(output_path, db)
-        if isinstance(refused, SqlResult):
-            return refused
+        target = self._check_sql_target(output_path, db)
+        if isinstance(target, SqlResult):
+            return target
         worker = self._ensure_worker()
-        request = {"op": "sql", "sql": sql, "db": refused, "output_path": output_path}
+        request = {"op": "sql", "sql": sql, "db": target, "output_path": output_path}
         exchange = worker.exchange(
             {**request, "timeout_s": self.limits.sql_timeout_s},
             timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
@@ -204,7 +205,7 @@ class Sandbox:
         )
         if exchange.reply is None:
             self._drop_worker()
-            self._state_lost = True
+            self._state_lost = self.mode == "session"  # a replay worker holds no state
             note = "the query timed out" if exchange.timed_out else exchange.exit_note
             error = CellError(ename="SandboxError", evalue=note)
             return SqlResult(error=error, timed_out=exchange.timed_out, duration_s=exchange.duration_s)
@@ -213,6 +214,7 @@ class Sandbox:
         return SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
+        """The base name of the database to query, or the refusal to return instead."""
         databases = self.databases
         names = [os.path.basename(p) for p in databases]
         if db is None and len(databases) == 1:
