@@ -8,13 +8,14 @@
 
 For each: total time of the trajectory including start-up, median cell latency, and the memory
 an idle trajectory holds after its 10 cells (sum of PSS over its processes). Then ``--concurrency``
-trajectories at once for (b) and (e) (and, with ``--concurrent-baselines``, (c) and (d)):
+trajectories at once for (b), (c) and (e) (and, with ``--concurrent-respawn``, (d)):
 wall time for all of them and the memory of all of them idle and still open.
 
 Run from the repo root, with the ``bench`` extra installed (jupyter-client, ipykernel, psutil)::
 
     . .venv/bin/activate
-    python benchmarks/sandbox_bench.py                     # 3 repeats, 32 concurrent: ~3 min on 2 cores
+    python benchmarks/sandbox_bench.py                     # 3 repeats, 32 at once: ~1.5 min on 2 cores
+    python benchmarks/sandbox_bench.py --concurrent-respawn  # adds (d) x 32 at once: ~5 min
     python benchmarks/sandbox_bench.py --repeats 5 --concurrency 16 --json bench.json
 
 The table is read from ``<repo>/../shared/benchmarks/dabench/tables/abalone.csv``; point the
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
+import ctypes
 import gc
 import io
 import json
@@ -48,12 +51,12 @@ import psutil
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--repeats", type=int, default=3, help="runs of each single-trajectory measurement (median)")
-parser.add_argument("--concurrency", type=int, default=32, help="trajectories run at once for (b) and (e)")
+parser.add_argument("--concurrency", type=int, default=32, help="trajectories run at once for (b), (c), (e)")
 parser.add_argument("--table", default="abalone.csv", help="file name under dabench/tables")
 parser.add_argument(
-    "--concurrent-baselines",
+    "--concurrent-respawn",
     action="store_true",
-    help="also run (c) replay and (d) respawn concurrently ((d) alone takes ~2 min at 32 on 2 cores)",
+    help="also run (d) concurrently (slow: ~4 min at 32 on 2 cores)",
 )
 parser.add_argument("--skip-concurrent", action="store_true", help="only the single-trajectory measurements")
 parser.add_argument("--json", metavar="PATH", help="also write all raw numbers to this JSON file")
@@ -66,12 +69,18 @@ if not TABLE.is_file():
     sys.exit(f"{TABLE}: not found; set DATALYST_BENCHMARKS to the folder that holds dabench/tables")
 
 CELL_TIMEOUT_S = 120.0
+SETTLE_S = 0.5  # idle pause before reading memory: lets processes that are on their way out exit
 MiB = 1 << 20
 
 # A realistic exploratory analysis: every cell prints its result and uses names from earlier cells.
-# (Written for abalone.csv; every cell prints, so nothing relies on notebook-style echo of the last line.)
+# Written for abalone.csv. Every cell prints (nothing relies on a notebook echoing the last line), and
+# the display options are pinned, because pandas formats wide frames differently inside IPython.
 CELLS = [
-    'import pandas as pd\ndf = pd.read_csv("abalone.csv")\nprint(df.shape)',
+    "import pandas as pd\n"
+    'pd.set_option("display.width", 120)\n'
+    'pd.set_option("display.max_columns", 20)\n'
+    'df = pd.read_csv("abalone.csv")\n'
+    "print(df.shape)",
     "print(df.head())",
     "print(df.describe().round(3))",
     'by_sex = df.groupby("Sex").mean(numeric_only=True)\nprint(by_sex.round(3))',
@@ -79,8 +88,7 @@ CELLS = [
     'df["Volume"] = df["Length"] * df["Diameter"] * df["Height"]\n'
     'df["Age"] = df["Rings"] + 1.5\n'
     'print(df[["Volume", "Age"]].describe().round(4))',
-    'adults = df[(df["Sex"] != "I") & (df["Age"] > 10)]\n'
-    'print(len(adults), round(adults["Whole weight"].mean(), 4))',
+    'adults = df[(df["Sex"] != "I") & (df["Age"] > 10)]\nprint(len(adults), round(adults["Whole weight"].mean(), 4))',
     'corr = df.drop(columns="Sex").corr()\nprint(corr["Age"].sort_values(ascending=False).round(3))',
     'df["AgeBand"] = pd.cut(df["Age"], bins=[0, 8, 12, 16, 40], labels=["young", "adult", "mature", "old"])\n'
     'pivot = df.pivot_table(index="Sex", columns="AgeBand", values="Whole weight", aggfunc="mean", '
@@ -94,6 +102,7 @@ CELLS = [
 # Cells read the table by its bare name, as they do in the sandbox's work folder: the other
 # methods run in a scratch folder holding a copy of it.
 SCRATCH = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 shutil.copyfile(TABLE, SCRATCH / "abalone.csv")
 
 # ----------------------------------------------------------------------------- helpers
@@ -122,6 +131,21 @@ def sandbox_pids():
     if pid is None:
         return []
     return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+
+
+def sandbox_breakdown():
+    """PSS and USS (pages no other process maps) of the monitors and of the workers, in bytes."""
+    server = forkserver_pid()
+    totals = {"monitor_pss": 0, "monitor_uss": 0, "worker_pss": 0, "worker_uss": 0}
+    if server is None:
+        return totals
+    for proc in psutil.Process(server).children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+            role = "monitor" if proc.ppid() == server else "worker"
+            info = proc.memory_full_info()
+            totals[f"{role}_pss"] += info.pss
+            totals[f"{role}_uss"] += info.uss
+    return totals
 
 
 def descendants(pid):
@@ -153,9 +177,20 @@ def timed(run, fn, code):
 # ----------------------------------------------------------------------------- (a) in-process exec
 
 
+LIBC = ctypes.CDLL(None)
+
+
+def release_free_memory():
+    """Collect garbage and hand free heap pages back to the kernel, so PSS growth is not hidden
+    by memory an earlier repeat freed but the allocator kept."""
+    gc.collect()
+    with contextlib.suppress(AttributeError):
+        LIBC.malloc_trim(0)
+
+
 def traj_exec():
     """One shared namespace in this process; memory is this process's PSS growth."""
-    gc.collect()
+    release_free_memory()
     before = pss([os.getpid()])
     run = Run()
     t0 = time.perf_counter()
@@ -176,8 +211,8 @@ def traj_exec():
     finally:
         os.chdir(cwd)
     memory = pss([os.getpid()]) - before
-    del namespace
-    gc.collect()
+    namespace.clear()
+    release_free_memory()
     return run, memory
 
 
@@ -207,6 +242,7 @@ def traj_sandbox(mode):
         cell = sandbox_cell(sb)
         for code in CELLS:
             timed(run, cell, code)
+        time.sleep(SETTLE_S)
         memory = pss(sandbox_pids())
     return run, memory
 
@@ -250,13 +286,37 @@ KERNEL_ENV = {
 }
 
 
+KERNEL_LOGS = SCRATCH / "kernel-logs"
+KERNEL_LOGS.mkdir()
+KERNEL_START_ATTEMPTS = 3
+kernel_retries = []  # one line per kernel that died during start-up and was started again
+
+
 class Kernel:
+    """One IPython kernel with a blocking client. Its own output goes to a log file, not the terminal.
+
+    Under heavy load a kernel occasionally dies before it answers (typically: another process
+    took one of the TCP ports jupyter_client picked for it). Then a new kernel is started; the
+    time lost stays in the measurement, and the retry is reported.
+    """
+
     def __init__(self):
-        self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel(cwd=str(SCRATCH), env=KERNEL_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=CELL_TIMEOUT_S)
+        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+            self.km = KernelManager(kernel_name="python3")
+            log = tempfile.NamedTemporaryFile("w", dir=KERNEL_LOGS, suffix=".log", delete=False)  # noqa: SIM115
+            with log:
+                self.km.start_kernel(cwd=str(SCRATCH), env=KERNEL_ENV, stdout=log, stderr=log)
+            self.kc = self.km.blocking_client()
+            self.kc.start_channels()
+            try:
+                self.kc.wait_for_ready(timeout=CELL_TIMEOUT_S)
+                return
+            except RuntimeError as exc:
+                self.close()
+                lines = Path(log.name).read_text(errors="replace").strip().splitlines()
+                kernel_retries.append(f"attempt {attempt}: {exc}; kernel log: {lines[-1] if lines else '(empty)'}")
+                if attempt == KERNEL_START_ATTEMPTS:
+                    raise
 
     @property
     def pid(self):
@@ -264,7 +324,7 @@ class Kernel:
 
     def execute(self, code):
         """Send one cell; collect its stream output from iopub until the kernel goes idle."""
-        msg_id = self.kc.execute(code, store_history=False)
+        msg_id = self.kc.execute(code)
         out = []
         while True:
             msg = self.kc.get_iopub_msg(timeout=CELL_TIMEOUT_S)
@@ -283,7 +343,8 @@ class Kernel:
 
     def close(self):
         self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
+        if self.km.has_kernel:
+            self.km.shutdown_kernel(now=True)
 
 
 def traj_jupyter():
@@ -294,6 +355,7 @@ def traj_jupyter():
     try:
         for code in CELLS:
             timed(run, kernel.execute, code)
+        time.sleep(SETTLE_S)
         memory = pss(descendants(kernel.pid))
     finally:
         kernel.close()
@@ -301,47 +363,79 @@ def traj_jupyter():
 
 
 # ----------------------------------------------------------------------------- concurrent runs
+# All n trajectories start together. The wall time runs until the last one has finished its 10
+# cells; then, with all n still open and idle, memory is read. For (b) and (e) every trajectory
+# then runs one more cell, a full garbage collection, and memory is read again (see BENCHMARKS.md:
+# in a forked worker a full collection un-shares pages inherited from the fork server).
+
+GC_CELL = "import gc\ngc.collect()"
 
 
-def concurrent_sandbox(mode, n):
-    """n trajectories through one SandboxPool; memory is read once all n are idle and still open."""
+def concurrent_sandbox(mode, n, gc_phase):
+    """n trajectories through one SandboxPool."""
     memory = {}
+
+    def read_memory(tag):
+        pids = sandbox_pids()
+        memory.update({f"{tag}procs": len(pids), f"{tag}pss": pss(pids)})
+        return pids
 
     async def main():
         barrier = asyncio.Barrier(n + 1)
 
         async def trajectory(pool):
-            async with pool.sandbox([TABLE], mode=mode, limits=LIMITS) as sb:
-                for code in CELLS:
-                    r = await sb.arun_python(code)
-                    if r.error is not None:
-                        raise RuntimeError(f"sandbox cell failed: {r.error.ename}: {r.error.evalue}")
-                await barrier.wait()  # all n done ...
-                await barrier.wait()  # ... and measured
+            try:
+                async with pool.sandbox([TABLE], mode=mode, limits=LIMITS) as sb:
+                    for code in CELLS:
+                        r = await sb.arun_python(code)
+                        if r.error is not None:
+                            raise RuntimeError(f"sandbox cell failed: {r.error.ename}: {r.error.evalue}")
+                    await barrier.wait()  # all n done ...
+                    await barrier.wait()  # ... and measured
+                    if gc_phase:
+                        await sb.arun_python(GC_CELL)
+                        await barrier.wait()
+                        await barrier.wait()
+            except BaseException:
+                await barrier.abort()
+                raise
 
         async with SandboxPool(max_concurrent=n) as pool:
             t0 = time.perf_counter()
             tasks = [asyncio.create_task(trajectory(pool)) for _ in range(n)]
-            await barrier.wait()
-            wall = time.perf_counter() - t0
-            pids = sandbox_pids()
-            memory.update(procs=len(pids), pss=pss(pids), forkserver=pss([forkserver_pid()]))
-            await barrier.wait()
-            await asyncio.gather(*tasks)
+            try:
+                await barrier.wait()
+                wall = time.perf_counter() - t0
+                await asyncio.sleep(SETTLE_S)
+                read_memory("")
+                memory.update(forkserver=pss([forkserver_pid()]), **sandbox_breakdown())
+                await barrier.wait()
+                if gc_phase:
+                    await barrier.wait()
+                    await asyncio.sleep(SETTLE_S)
+                    read_memory("gc_")
+                    await barrier.wait()
+            except asyncio.BrokenBarrierError:
+                pass
+            await asyncio.gather(*tasks)  # raises the first trajectory's error, if any
         return wall
 
     wall = asyncio.run(main())
     return wall, memory
 
 
-def run_threads(n, body):
-    """Run body(barrier) in n threads; return wall time until all n reach the barrier, plus errors."""
+def run_threads(n, body, phases, on_phase):
+    """Run body(wait) in n threads, where wait() is a barrier with the main thread.
+
+    The main thread calls on_phase(i) after the i-th time all n threads reached the barrier, for
+    ``phases`` rounds; returns the wall time until the first round.
+    """
     barrier = threading.Barrier(n + 1)
     errors = queue.Queue()
 
     def target():
         try:
-            body(barrier)
+            body(barrier.wait)
         except BaseException as exc:
             errors.put(exc)
             barrier.abort()
@@ -350,61 +444,66 @@ def run_threads(n, body):
     t0 = time.perf_counter()
     for t in threads:
         t.start()
-    return threads, barrier, errors, t0
+    try:
+        for phase in range(phases):
+            barrier.wait()
+            if phase == 0:
+                wall = time.perf_counter() - t0
+            on_phase(phase)
+            barrier.wait()
+    except threading.BrokenBarrierError:
+        raise errors.get() from None
+    for t in threads:
+        t.join()
+    return wall
 
 
-def concurrent_jupyter(n):
+def concurrent_jupyter(n, gc_phase):
     pids = []
     lock = threading.Lock()
+    memory = {}
 
-    def body(barrier):
+    def body(wait):
         kernel = Kernel()
         with lock:
             pids.append(kernel.pid)
         try:
             for code in CELLS:
                 kernel.execute(code)
-            barrier.wait()
-            barrier.wait()
+            wait()
+            wait()
+            if gc_phase:
+                kernel.execute(GC_CELL)
+                wait()
+                wait()
         finally:
             kernel.close()
 
-    threads, barrier, errors, t0 = run_threads(n, body)
-    try:
-        barrier.wait()
-    except threading.BrokenBarrierError:
-        raise errors.get() from None
-    wall = time.perf_counter() - t0
-    all_pids = [p for pid in pids for p in descendants(pid)]
-    memory = {"procs": len(all_pids), "pss": pss(all_pids)}
-    barrier.wait()
-    for t in threads:
-        t.join()
+    def on_phase(phase):
+        time.sleep(SETTLE_S)
+        all_pids = [p for pid in pids for p in descendants(pid)]
+        tag = "gc_" if phase else ""
+        memory.update({f"{tag}procs": len(all_pids), f"{tag}pss": pss(all_pids)})
+
+    wall = run_threads(n, body, 2 if gc_phase else 1, on_phase)
     return wall, memory
 
 
 def concurrent_respawn(n):
-    def body(barrier):
+    def body(wait):
         traj_respawn()
-        barrier.wait()
-        barrier.wait()
+        wait()
+        wait()
 
-    threads, barrier, errors, t0 = run_threads(n, body)
-    try:
-        barrier.wait()
-    except threading.BrokenBarrierError:
-        raise errors.get() from None
-    wall = time.perf_counter() - t0
-    barrier.wait()
-    for t in threads:
-        t.join()
+    wall = run_threads(n, body, 1, lambda phase: None)
     return wall, {"procs": 0, "pss": 0}
 
 
 # ----------------------------------------------------------------------------- 1. cold start
 
 print(f"table: {TABLE} ({TABLE.stat().st_size / 1024:.0f} KiB), {len(CELLS)} cells, repeats={args.repeats}")
-print(f"machine: {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, Python {sys.version.split()[0]}")
+ram_gib = psutil.virtual_memory().total / 2**30
+print(f"machine: {os.cpu_count()} CPUs, {ram_gib:.0f} GiB RAM, Python {sys.version.split()[0]}")
 
 t0 = time.perf_counter()
 with Sandbox(files=[TABLE], limits=LIMITS) as sb:
@@ -460,17 +559,17 @@ N = args.concurrency
 conc = {}
 if not args.skip_concurrent:
     print(f"concurrent: {N} trajectories ...")
-    wall, memory = concurrent_sandbox("session", N)
+    wall, memory = concurrent_sandbox("session", N, gc_phase=True)
     conc["b"] = {"wall_s": wall, **memory}
     print(f"  (b) session: {wall:.2f} s, {memory['procs']} processes, {memory['pss'] / MiB:.0f} MiB")
-    if args.concurrent_baselines:
-        wall, memory = concurrent_sandbox("replay", N)
-        conc["c"] = {"wall_s": wall, **memory}
-        print(f"  (c) replay: {wall:.2f} s, {memory['procs']} processes")
+    wall, memory = concurrent_sandbox("replay", N, gc_phase=False)
+    conc["c"] = {"wall_s": wall, **memory}
+    print(f"  (c) replay: {wall:.2f} s, {memory['procs']} processes")
+    if args.concurrent_respawn:
         wall, memory = concurrent_respawn(N)
         conc["d"] = {"wall_s": wall, **memory}
         print(f"  (d) python per step: {wall:.2f} s")
-    wall, memory = concurrent_jupyter(N)
+    wall, memory = concurrent_jupyter(N, gc_phase=True)
     conc["e"] = {"wall_s": wall, **memory}
     print(f"  (e) jupyter: {wall:.2f} s, {memory['procs']} processes, {memory['pss'] / MiB:.0f} MiB")
 
@@ -478,8 +577,7 @@ if not args.skip_concurrent:
 
 floor = summary["a"]
 header = (
-    f"{'method':<24} {'start-up s':>10} {'total s':>9} {'x (a)':>8} {'cell p50 ms':>11} {'x (a)':>7} "
-    f"{'idle MiB':>9}"
+    f"{'method':<24} {'start-up s':>10} {'total s':>9} {'x (a)':>8} {'cell p50 ms':>11} {'x (a)':>7} {'idle MiB':>9}"
 )
 if conc:
     header += f" | {N} at once: {'wall s':>7} {'idle MiB':>9}"
@@ -499,11 +597,31 @@ table = "\n".join(lines)
 print()
 print(table)
 print(f"cold start of the first sandbox in a process (fork server + first worker): {cold:.2f} s")
+if "b" in conc and "e" in conc:
+    print()
+    print(f"memory of {N} idle trajectories, all still open (sum of PSS):")
+    print(f"  {'':<22} {'total MiB':>10} {'per trajectory':>15} {'after gc.collect() in each':>28}")
+    for key in ("b", "e"):
+        m = conc[key]
+        after = f"{m['gc_pss'] / MiB:.0f} MiB ({m['gc_pss'] / MiB / N:.1f} each)"
+        print(f"  {METHODS[key][0]:<22} {m['pss'] / MiB:>10.0f} {m['pss'] / MiB / N:>15.1f} {after:>28}")
+    ratio = conc["b"]["gc_pss"] / conc["e"]["gc_pss"]
+    print(f"  after a full collection in every trajectory, sessions use {ratio:.2f}x the memory of kernels")
 if "b" in conc:
+    m = conc["b"]
     print(
-        f"fork server itself (shared by all sandboxes, not counted above): {conc['b']['forkserver'] / MiB:.0f} MiB PSS "
-        f"while {N} sandboxes were open"
+        f"fork server itself (shared by all sandboxes, not counted above): {m['forkserver'] / MiB:.0f} MiB PSS "
+        f"while {N} sessions were open"
     )
+    print(
+        f"{N} idle sessions, by role: workers {m['worker_pss'] / MiB:.0f} MiB PSS ({m['worker_uss'] / MiB:.0f} MiB "
+        f"private), monitors {m['monitor_pss'] / MiB:.0f} MiB PSS ({m['monitor_uss'] / MiB:.0f} MiB private)"
+    )
+
+if kernel_retries:
+    print(f"jupyter kernels that died during start-up and were started again: {len(kernel_retries)}")
+    for line in kernel_retries:
+        print(f"  {line}")
 
 b, c, d, e = summary["b"], summary["c"], summary["d"], summary["e"]
 checks = [
@@ -549,11 +667,10 @@ if args.json:
                 "cpus": os.cpu_count(),
                 "summary": summary,
                 "concurrent": conc,
+                "kernel_retries": kernel_retries,
                 "raw": raw,
                 "checks": [{"name": n, "pass": ok, "detail": why} for n, ok, why in checks],
             },
             indent=2,
         )
     )
-
-shutil.rmtree(SCRATCH, ignore_errors=True)
