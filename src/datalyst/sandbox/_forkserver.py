@@ -95,6 +95,8 @@ def _preload() -> None:
 def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool) -> None:
     """The forked child of the fork server. Never returns."""
     ctrl, out, err, status = fds
+    for signum in (signal.SIGCHLD, signal.SIGTERM):  # the fork server's handlers are not ours
+        signal.signal(signum, signal.SIG_DFL)
     os.setsid()
     lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
     close_fds_except({ctrl, out, err, status, sync.fileno()})

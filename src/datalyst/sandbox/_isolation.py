@@ -155,7 +155,7 @@ def apply_limits(limits: dict[str, float], *, count_processes: bool) -> list[str
     mib = 1024 * 1024
     settings = {
         "cpu": (resource.RLIMIT_CPU, int(limits["session_cpu_s"])),
-        "memory": (resource.RLIMIT_AS, int(limits["memory_mb"]) * mib),
+        "memory": (resource.RLIMIT_AS, _address_space_in_use() + int(limits["memory_mb"]) * mib),
         "file size": (resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * mib),
         "open files": (resource.RLIMIT_NOFILE, int(limits["open_files"])),
         "core dumps": (resource.RLIMIT_CORE, 0),
@@ -165,6 +165,19 @@ def apply_limits(limits: dict[str, float], *, count_processes: bool) -> list[str
     for limit, value in settings.values():
         resource.setrlimit(limit, (value, value))
     return list(settings)
+
+
+def _address_space_in_use() -> int:
+    """Bytes of address space this process has reserved already (pandas, numpy, Arrow's allocator).
+
+    ``Limits.memory_mb`` counts on top of it, so a limit means what a cell may allocate, not what
+    the preloaded libraries happened to reserve (Arrow alone reserves 1 GiB it never touches).
+    """
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def clean_environment(workdir: str) -> None:

@@ -17,7 +17,7 @@ class Limits(BaseModel):
     session_cpu_s: float = Field(3600.0, gt=0)
     """CPU seconds for the life of one worker process (the kernel's hard limit)."""
     memory_mb: int = Field(2048, ge=64)
-    """Address-space limit of each process in the sandbox, in MiB."""
+    """Address space each process in the sandbox may add to what the preloaded libraries hold, in MiB."""
     file_size_mb: int = Field(256, ge=1)
     """Largest file a cell may write, in MiB."""
     open_files: int = Field(256, ge=32)

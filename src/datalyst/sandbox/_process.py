@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import selectors
 import signal
 import socket
@@ -152,7 +153,9 @@ class WorkerProcess:
         max_output_bytes: int,
         after_replay_s: float | None = None,
     ) -> Exchange:
-        """Send one request (None: just wait) and wait for its reply, the worker's death, or the deadline.
+        """Send one request (None: wait for the worker's greeting) and wait for its reply, the
+        worker's death, or the deadline. Replies are matched to the request by a random ID, so a
+        late reply to an earlier request, or a frame a cell forged, is never taken for this one.
 
         ``timeout_s`` covers replaying earlier cells; when the worker reports the replay done, the
         deadline restarts with ``after_replay_s`` for the new cell.
@@ -160,9 +163,11 @@ class WorkerProcess:
         started = time.monotonic()
         result = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
         frames = FrameBuffer()
+        request_id = None
         if request is not None:
+            request_id = secrets.token_hex(8)
             try:
-                send_frame(self.ctrl, request)
+                send_frame(self.ctrl, {**request, "id": request_id})
             except OSError:
                 result.died = True
         deadline = started + timeout_s
@@ -184,10 +189,12 @@ class WorkerProcess:
                             break
                         try:
                             for frame in frames.feed(data):
-                                if frame.get("op") == "replayed":
+                                if frame.get("id") != request_id:
+                                    continue  # not an answer to this request (a late or forged frame)
+                                if frame.get("op") == "replayed" and after_replay_s and not result.replayed:
                                     result.replayed = True
-                                    deadline = time.monotonic() + (after_replay_s or timeout_s)
-                                else:
+                                    deadline = time.monotonic() + after_replay_s
+                                elif frame.get("op") != "replayed":
                                     result.reply = frame
                         except WireError:
                             result.died = True
@@ -230,9 +237,9 @@ class WorkerProcess:
             pass
         return describe_exit(self.wait_status)
 
-    def close(self) -> None:
-        """Kill the worker without waiting for the kernel to tear its namespaces down."""
-        self.kill(wait=False)
+    def close(self, *, wait: bool = False) -> None:
+        """Kill the worker; with ``wait``, return only once every process of the jail has exited."""
+        self.kill(wait=wait)
         self.ctrl.close()
         for fd in (self.stdout_fd, self.stderr_fd, self.status_fd, self.pidfd):
             if fd is not None:

@@ -165,7 +165,8 @@ class Sandbox:
             self._drop_worker()
             self._history.clear()
         else:
-            self._history.append({"code": code, "name": name})
+            if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
+                self._history.append({"code": code, "name": name})
             if self.mode == "replay":
                 self._drop_worker()
         return result
@@ -232,14 +233,14 @@ class Sandbox:
 
     # -- ending
 
-    def _drop_worker(self) -> None:
+    def _drop_worker(self, *, wait: bool = False) -> None:
         if self._worker is not None:
-            self._worker.close()
+            self._worker.close(wait=wait)
             self._worker = None
 
     def close(self) -> None:
-        """Kill the worker and delete the work folder."""
-        self._drop_worker()
+        """Kill the worker, wait until nothing in its jail can still write, and delete the work folder."""
+        self._drop_worker(wait=True)
         if os.path.isdir(self._home):
             remove_tree(self._home)
 

@@ -26,6 +26,7 @@ from urllib.parse import quote
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
 
 MAX_SCANNED_FILES = 5_000
+MAX_TRACEBACK_FRAMES = 60
 SQL_PREVIEW_ROWS = 10
 
 
@@ -73,6 +74,26 @@ def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
                 st = entry.stat(follow_symlinks=False)
                 found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
     return found
+
+
+def _format_traceback(exc: BaseException, tb: Any) -> str:
+    """The traceback a notebook would show, minus this module's frames; deep stacks keep both ends."""
+    frames = [(frame, line) for frame, line in traceback.walk_tb(tb) if frame.f_code.co_filename != __file__]
+    if len(frames) <= MAX_TRACEBACK_FRAMES:
+        report = traceback.TracebackException(type(exc), exc, tb)  # keeps chained exceptions
+        report.stack = traceback.StackSummary.from_list([f for f in report.stack if f.filename != __file__])
+        return "".join(report.format())
+    half = MAX_TRACEBACK_FRAMES // 2
+    omitted = f"  ... {len(frames) - 2 * half} more frames ...\n"
+    return "".join(
+        [
+            "Traceback (most recent call last):\n",
+            *traceback.StackSummary.extract(iter(frames[:half])).format(),
+            omitted,
+            *traceback.StackSummary.extract(iter(frames[-half:])).format(),
+            *traceback.format_exception_only(type(exc), exc),
+        ]
+    )
 
 
 class Kernel:
@@ -140,9 +161,7 @@ class Kernel:
         tb = exc.__traceback__
         for _ in range(skip_frames):
             tb = tb.tb_next if tb is not None else None
-        report = traceback.TracebackException(type(exc), exc, tb)
-        report.stack = traceback.StackSummary.from_list([f for f in report.stack if f.filename != __file__])
-        text = "".join(report.format())
+        text = _format_traceback(exc, tb)
         error = {
             "ename": type(exc).__name__,
             "evalue": _clip(str(exc), 2_000),
@@ -230,10 +249,10 @@ def serve(sock: socket.socket, *, max_output_chars: int, cpu_s: float) -> None:
             if request.get("replay"):
                 for cell in request["replay"]:
                     kernel.run(cell["code"], cell["name"], quiet=True)
-                send_frame(sock, {"op": "replayed"})
+                send_frame(sock, {"op": "replayed", "id": request.get("id")})
             reply = kernel.run(request["code"], request["name"])
         elif request["op"] == "sql":
             reply = run_sql(request)
         else:
             reply = {"error": {"ename": "ProtocolError", "evalue": f"unknown op {request['op']!r}"}}
-        send_frame(sock, reply)
+        send_frame(sock, {**reply, "id": request.get("id")})
