@@ -21,6 +21,7 @@ import socket
 import stat
 import string
 import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -281,6 +282,7 @@ while True:
 """
 SUBPROCESS_FLOOD = """
 import subprocess
+import sys
 started, refused = [], 0
 for _ in range(300):
     try:
@@ -732,9 +734,17 @@ def test_host_environment_secrets_do_not_leak(open_sandbox, victim_data, monkeyp
     secret = token("SECRET-ENV")
     monkeypatch.setenv("DATALYST_ADVERSARIAL_SECRET", secret)
     # A host process whose *initial* environment holds the secret, so /proc/<pid>/environ shows it.
-    holder = subprocess.Popen(["/bin/sleep", "600"], env={"DATALYST_ADVERSARIAL_SECRET": secret})
+    # It says "ready" once it runs, so its environment is in place before we look at it.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"],
+        env={"DATALYST_ADVERSARIAL_SECRET": secret},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     fresh_server = ForkServer()  # started now, while the secret is in this process's environment
     try:
+        assert holder.stdout.readline() == "ready\n"
         assert secret in Path(f"/proc/{holder.pid}/environ").read_text()  # the host can see it
         sb = open_sandbox("session", forkserver=fresh_server)
         result = sb.run_python(
@@ -760,7 +770,7 @@ def test_host_environment_secrets_do_not_leak(open_sandbox, victim_data, monkeyp
         sb.close()
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
         fresh_server.close()
 
 
