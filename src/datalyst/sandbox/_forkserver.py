@@ -92,13 +92,15 @@ def _preload() -> None:
     gc.freeze()
 
 
-def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool) -> None:
+def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool, server_pid: int) -> None:
     """The forked child of the fork server. Never returns."""
     ctrl, out, err, status = fds
     for signum in (signal.SIGCHLD, signal.SIGTERM):  # the fork server's handlers are not ours
         signal.signal(signum, signal.SIG_DFL)
     os.setsid()
     lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server_pid:  # the fork server died before the line above took effect
+        os._exit(0)
     close_fds_except({ctrl, out, err, status, sync.fileno()})
     isolated = False
     if isolate:
@@ -108,6 +110,8 @@ def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolat
             iso.enter_namespaces()
             sync.send(b"u")
             isolated = sync.recv(1) == b"g"
+            if not isolated:
+                os.write(status, _line({"degraded": "the fork server could not map user IDs"}))
         except OSError as exc:
             os.write(status, _line({"degraded": f"cannot create namespaces: {exc.strerror}"}))
     sync.close()
@@ -209,11 +213,12 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
     fields = request["spec"]
     spec = iso.JailSpec(**{**fields, "readonly_dirs": iso.python_dirs() + fields["readonly_dirs"]})
     parent_end, child_end = socket.socketpair()
+    server_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:
             parent_end.close()
-            _run_monitor(spec, fds, child_end, request["isolate"])
+            _run_monitor(spec, fds, child_end, request["isolate"], server_pid)
         finally:
             os._exit(71)
     monitors.add(pid)
@@ -225,9 +230,8 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
             try:
                 iso.write_id_maps(pid)
                 parent_end.send(b"g")
-            except OSError as exc:
+            except OSError:
                 parent_end.send(b"x")
-                return {"pid": pid, "warning": f"cannot map user IDs: {exc}"}
     return {"pid": pid}
 
 
