@@ -50,6 +50,7 @@ def _wait_until(condition, timeout_s: float = 15.0) -> bool:
     return condition()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
 def test_killing_the_host_process_cleans_up_everything(how):
     with subprocess.Popen(

@@ -48,6 +48,7 @@ def _run(table, cells: list[str], mode: str) -> list[tuple]:
         return [_observation(sb.run_python(code)) for code in cells]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TRAJECTORIES))
 def test_session_and_replay_observe_the_same(dabench_tables, name):
     cells = TRAJECTORIES[name]
