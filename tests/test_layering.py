@@ -12,7 +12,10 @@ SHARED = {"errors", "paths"}  # leaf modules every package may use
 ALLOWED = {
     "data": set(),
     "sandbox": {"data"},
-    "cli": {"data", "sandbox"},
+    "llm": set(),
+    "tasks": {"data"},
+    "agent": {"llm", "sandbox", "data", "tasks"},
+    "cli": {"data", "sandbox", "llm", "tasks", "agent"},
 }
 
 

@@ -8,12 +8,24 @@ host can cause, and each message names the value, the reason and the fix::
     ├── DataFileError        a data file is missing, empty, corrupt or of an unknown kind
     ├── SandboxError         the sandbox could not be started or used
     │   └── IsolationUnavailable   strict isolation was asked for but a layer is missing
+    ├── ModelError           a language model could not be loaded or asked
+    │   ├── ModelUnavailable       unreachable server, unknown model name, missing weights
+    │   └── ModelResponseError     the backend answered with something unusable
     └── ConfigError          an option or setting has an invalid value
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "DataFileError", "DatalystError", "IsolationUnavailable", "SandboxError"]
+__all__ = [
+    "ConfigError",
+    "DataFileError",
+    "DatalystError",
+    "IsolationUnavailable",
+    "ModelError",
+    "ModelResponseError",
+    "ModelUnavailable",
+    "SandboxError",
+]
 
 
 class DatalystError(Exception):
@@ -30,6 +42,18 @@ class SandboxError(DatalystError):
 
 class IsolationUnavailable(SandboxError):
     """The kernel does not allow an isolation layer that was required."""
+
+
+class ModelError(DatalystError):
+    """A language model could not be loaded or asked."""
+
+
+class ModelUnavailable(ModelError):
+    """The model cannot be reached or loaded (server down, wrong name, missing weights)."""
+
+
+class ModelResponseError(ModelError):
+    """The backend answered, but not with something usable."""
 
 
 class ConfigError(DatalystError):

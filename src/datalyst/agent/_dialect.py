@@ -1,0 +1,72 @@
+"""What a dialect is: how prompts are written and how a model's turn is read back."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from datalyst.tasks import Task
+
+
+class ActionKind(StrEnum):
+    CODE = "code"
+    """Python to run in the sandbox (SQL goes through the ``execute_sql`` helper in Python)."""
+    ANSWER = "answer"
+    VOID = "void"
+    """Neither a valid action nor an answer."""
+
+
+class Step(BaseModel):
+    """One assistant turn, parsed."""
+
+    thought: str = ""
+    code: str | None = None
+    answer: str | None = None
+
+    @property
+    def kind(self) -> ActionKind:
+        if self.answer is not None:
+            return ActionKind.ANSWER
+        return ActionKind.CODE if self.code else ActionKind.VOID
+
+
+class PromptContext(BaseModel):
+    """What a dialect needs to write the opening prompt."""
+
+    task: Task
+    file_names: list[str]
+    """Base names of the files as the sandbox shows them."""
+    file_info: str
+    """Meta-information of the files (``datalyst.data.describe``), already bounded."""
+    has_database: bool = False
+    """A SQLite file is among the files, so ``get_db_info()`` and ``execute_sql()`` are available."""
+
+
+class Dialect(Protocol):
+    """A prompt builder, a parser and a renderer for one turn format (see docs/ARCHITECTURE)."""
+
+    name: str
+    stop: tuple[str, ...]
+    """Stop sequences that keep the model from writing the observation itself."""
+
+    def opening(self, context: PromptContext) -> tuple[str, str]:
+        """The system prompt and the first user message."""
+        ...
+
+    def parse(self, completion: str) -> Step:
+        """Read one assistant turn; never raises (a turn that cannot be read is void)."""
+        ...
+
+    def render(self, step: Step) -> str:
+        """The canonical text of a turn (``parse(render(step)) == step``)."""
+        ...
+
+    def observation(self, text: str) -> str:
+        """The environment's reply to a code turn, wrapped the dialect's way."""
+        ...
+
+    def void_feedback(self) -> str:
+        """What the environment says after a void turn."""
+        ...
