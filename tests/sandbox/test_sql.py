@@ -127,3 +127,25 @@ def test_sql_works_in_replay_mode(shop):
         assert sb.run_python("x = 5").ok
         assert sb.run_sql("SELECT 1 AS one").ok
         assert sb.run_python("print(x)").stdout == "5\n"
+
+
+@pytest.mark.parametrize("mode", ["session", "replay"])
+def test_cells_can_use_the_sql_helpers(shop, mode):
+    with Sandbox(files=[shop], mode=mode) as sb:
+        info = sb.run_python("get_db_info()")
+        assert "customers" in info.stdout and "orders" in info.stdout
+        saved = sb.run_python("execute_sql('SELECT name FROM customers ORDER BY id', output_path='names.csv')")
+        assert saved.ok and saved.stdout.startswith("3 rows, saved to names.csv")
+        assert "names.csv" in saved.files_created
+        assert sb.run_python("import pandas as pd\npd.read_csv('names.csv')['name'].tolist()").stdout == (
+            "['Ada', 'Bo', 'Cy']\n"
+        )
+        refused = sb.run_python("execute_sql('SELECT 1', output_path='../x.csv')")
+        assert refused.error.ename == "ValueError" and "inside the work folder" in refused.error.evalue
+        failed = sb.run_python("execute_sql('DELETE FROM orders')")
+        assert failed.error.ename == "RuntimeError" and "readonly" in failed.error.evalue.replace("-", "")
+
+
+def test_sql_helpers_exist_only_with_a_database(examples_dir):
+    with Sandbox(files=[examples_dir / "sales.csv"]) as sb:
+        assert sb.run_python("execute_sql('SELECT 1')").error.ename == "NameError"

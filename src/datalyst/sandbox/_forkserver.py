@@ -31,7 +31,7 @@ from datalyst.sandbox import _isolation as iso
 from datalyst.sandbox import _linux as lx
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
 
-PRELOAD = ("datalyst.sandbox._worker", "numpy", "pandas", "matplotlib.pyplot")
+PRELOAD = ("datalyst.sandbox._worker", "datalyst.data", "numpy", "pandas", "matplotlib.pyplot")
 _BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from datalyst.sandbox._forkserver import main; main()"
 
 
@@ -156,7 +156,7 @@ def _run_worker(spec: iso.JailSpec, ctrl: int, out: int, err: int, status: int, 
         os._exit(70)
     try:
         sock = socket.socket(fileno=ctrl)
-        serve(sock, max_output_chars=int(spec.limits["max_output_chars"]), cpu_s=spec.limits["cpu_s"])
+        serve(sock, spec)
     finally:
         os._exit(0)
 

@@ -47,6 +47,8 @@ class JailSpec:
     """Extra folders to show read-only (the fork server adds its Python installation)."""
     python_path: list[str] = field(default_factory=list)
     """Folders to add to the worker's ``sys.path`` (packages installed on demand)."""
+    databases: list[str] = field(default_factory=list)
+    """Base names of staged SQLite files: cells get ``get_db_info()`` and ``execute_sql()`` for them."""
 
 
 def python_dirs() -> list[str]:

@@ -19,6 +19,7 @@ from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._process import Exchange, WorkerProcess
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
 from datalyst.sandbox._screen import screen
+from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 
 Mode = Literal["session", "replay"]
 
@@ -103,6 +104,7 @@ class Sandbox:
             limits=self.limits.model_dump(),
             readonly_dirs=extra,
             python_path=extra,
+            databases=[os.path.basename(p) for p in self.databases],
         )
 
     def _start_worker(self) -> WorkerProcess:
@@ -216,20 +218,12 @@ class Sandbox:
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
         """The base name of the database to query, or the refusal to return instead."""
-        databases = self.databases
-        names = [os.path.basename(p) for p in databases]
-        if db is None and len(databases) == 1:
-            db = names[0]
-        if db is None or os.path.basename(db) not in names:
-            why = f"no database named {db!r}" if db else "several databases are staged; name one with db="
-            choices = ", ".join(names) or "none"
-            return SqlResult(error=CellError(ename="DatabaseNotFound", evalue=f"{why} (available: {choices})"))
-        if output_path is not None:
-            target = os.path.realpath(os.path.join(self.workdir, output_path))
-            if not target.startswith(self.workdir + os.sep) or target in self.data_files:
-                evalue = f"output_path {output_path!r} must be a new file inside the work folder"
-                return SqlResult(error=CellError(ename="OutputPathRefused", evalue=evalue))
-        return os.path.basename(db)
+        name, why = pick_database([os.path.basename(p) for p in self.databases], db)
+        if name is None:
+            return SqlResult(error=CellError(ename="DatabaseNotFound", evalue=why))
+        if output_path is not None and (problem := output_path_problem(self.workdir, output_path, self.data_files)):
+            return SqlResult(error=CellError(ename="OutputPathRefused", evalue=problem))
+        return name
 
     # -- ending
 

@@ -23,6 +23,9 @@ import traceback
 from typing import Any
 from urllib.parse import quote
 
+from datalyst.sandbox._isolation import JailSpec
+from datalyst.sandbox._result import SqlResult
+from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
 
 MAX_SCANNED_FILES = 5_000
@@ -232,13 +235,42 @@ def _render_rows(columns: list[str], rows: list[tuple[Any, ...]], n_rows: int) -
     return "\n".join(lines)
 
 
-def serve(sock: socket.socket, *, max_output_chars: int, cpu_s: float) -> None:
+def sql_helpers(spec: JailSpec) -> dict[str, Any]:
+    """``get_db_info()`` and ``execute_sql()`` for cells, when SQLite files are staged (DataMind's tools)."""
+    if not spec.databases:
+        return {}
+    data_files = [os.path.realpath(p) for p in spec.readonly_files]
+
+    def get_db_info() -> None:
+        """Print the tables, columns, keys, row counts and first rows of every staged database."""
+        from datalyst.data import describe
+
+        print("\n\n".join(describe(name).render() for name in spec.databases))
+
+    def execute_sql(sql: str, output_path: str | None = None, db: str | None = None) -> None:
+        """Run a read-only SQLite query and print a preview; with ``output_path``, save every row as CSV."""
+        name, why = pick_database(spec.databases, db)
+        if name is None:
+            raise ValueError(why)
+        if output_path is not None and (problem := output_path_problem(os.getcwd(), output_path, data_files)):
+            raise ValueError(problem)
+        request = {"db": name, "sql": sql, "output_path": output_path, "timeout_s": spec.limits["sql_timeout_s"]}
+        result = SqlResult.model_validate(run_sql(request))
+        if result.error is not None:
+            raise RuntimeError(f"{result.error.ename}: {result.error.evalue}")
+        print(result.render())
+
+    return {"get_db_info": get_db_info, "execute_sql": execute_sql}
+
+
+def serve(sock: socket.socket, spec: JailSpec) -> None:
     """Answer requests until the host hangs up."""
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     # unbuffered, so output written before a crash still reaches the host
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), write_through=True)
-    kernel = Kernel(max_output_chars, cpu_s)
+    kernel = Kernel(int(spec.limits["max_output_chars"]), spec.limits["cpu_s"])
+    kernel.namespace.update(sql_helpers(spec))
     send_frame(sock, {"op": "ready"})
     while True:
         try:
