@@ -41,6 +41,8 @@ class Turn(BaseModel):
     observation: str | None = None
     """The text the agent was shown (before the dialect wraps it)."""
     result: ExecResult | None = None
+    figures: dict[str, str] = {}
+    """PNG figures the cell saved: file name -> base64 (for notebooks and HTML pages)."""
     finish_reason: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

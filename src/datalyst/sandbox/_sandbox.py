@@ -244,11 +244,15 @@ class Sandbox:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    async def aclose(self) -> None:
+        """``close`` without blocking the event loop."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, self.close)
+
     async def __aenter__(self) -> Sandbox:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._executor, self.close)
+        await self.aclose()
 
 
 def _to_exec_result(exchange: Exchange, limits: Limits, *, state_lost: bool) -> ExecResult:

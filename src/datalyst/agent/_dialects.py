@@ -1,0 +1,284 @@
+"""The three turn formats of docs/ARCHITECTURE (datamind, jupiter, datarus) and `get_dialect`.
+
+Each dialect writes its opening prompt from ``prompts/<name>.yaml`` and reads a model
+turn back with the tolerant helpers of `_parsing`. The reading rules every dialect shares:
+
+- Text after the dialect's stop marker is dropped: the model wrote past the point where
+  the server should have stopped it, so what follows is an invented observation.
+- The FIRST action of the turn wins: a non-empty code block or a non-blank answer, whichever
+  starts first. Code after an answer is ignored (the turn is over), and an answer after code
+  is ignored too (it was written before the code's output was seen).
+- Among several code blocks the first non-empty one is run; the rest are ignored, as if
+  generation had stopped after it. An explicit code tag (``<code>``, ``<action_input>``, a
+  fence after ``Action:``) is preferred to a bare fence elsewhere in the turn.
+- A bare Python (or unmarked) fence counts as code when the turn has no code tag.
+- Answers are kept whole (``The mean is @mean[3.2]``): scoring extracts ``@name[value]``.
+- A turn with neither code nor an answer is void; its thought is kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+
+import jinja2
+import yaml
+
+from datalyst.agent._dialect import Dialect, PromptContext, Step
+from datalyst.agent._parsing import (
+    FENCE,
+    Block,
+    code_in_region,
+    cut_at,
+    find_blocks,
+    first_python_fence,
+    strip_tags,
+    tag_pattern,
+    thought_before,
+    unwrap_fence,
+)
+from datalyst.errors import ConfigError
+
+DIALECTS = ("datamind", "jupiter", "datarus")
+_PROMPT_KEYS = ("system", "user", "void")
+
+
+@functools.cache
+def _templates(name: str) -> dict[str, jinja2.Template]:
+    source = (resources.files("datalyst.agent") / "prompts" / f"{name}.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(source)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    return {key: env.from_string(data[key]) for key in _PROMPT_KEYS}
+
+
+def _choose(thought: str, answer: tuple[int, str] | None, code: tuple[int, str] | None) -> Step:
+    """The Step for the first of two candidate actions (position, text); empty code means void."""
+    if answer and (code is None or answer[0] < code[0]):
+        return Step(thought=thought, answer=answer[1])
+    if code and code[1]:
+        return Step(thought=thought, code=code[1])
+    return Step(thought=thought)
+
+
+def _action_start(answer: tuple[int, str] | None, code: tuple[int, str] | None, default: int) -> int:
+    return min([candidate[0] for candidate in (answer, code) if candidate] or [default])
+
+
+class _PromptedDialect:
+    """Opening prompt and void feedback from the dialect's YAML templates."""
+
+    name: str
+
+    def opening(self, context: PromptContext) -> tuple[str, str]:
+        templates, variables = _templates(self.name), dict(context)
+        return templates["system"].render(variables).strip(), templates["user"].render(variables).strip()
+
+    def void_feedback(self) -> str:
+        """Already wrapped as an observation: send it as it is."""
+        return self.observation(_templates(self.name)["void"].render().strip())
+
+    def observation(self, text: str) -> str:
+        raise NotImplementedError
+
+
+class DataMindDialect(_PromptedDialect):
+    """``<think>`` reasoning, ``<code>```python …```</code>``, ``<interpreter>`` output, ``<answer>``."""
+
+    name = "datamind"
+    stop = ("<interpreter>",)
+    _tags = tag_pattern(("think", "code", "answer", "interpreter"))
+    _stop = re.compile(r"<\s*interpreter\s*>", re.IGNORECASE)
+
+    def parse(self, completion: str) -> Step:
+        text = cut_at(completion, self._stop)
+        blocks = find_blocks(text, self._tags)
+        answer = _first_answer(text, blocks)
+        code = None
+        for block in blocks:
+            if block.name == "code" and (found := code_in_region(text, block.content_start, block.end)):
+                code = (block.start, found)
+                break
+        if code is None:
+            spans = [(b.start, b.end) for b in blocks if b.name == "answer"]
+            if fence := first_python_fence(text, skip=spans):
+                code = (fence.start, fence.code)
+        stop = _action_start(answer, code, len(text))
+        return _choose(thought_before(text, blocks, "think", stop, self._tags), answer, code)
+
+    def render(self, step: Step) -> str:
+        parts = [f"<think>\n{step.thought}\n</think>"] if step.thought else []
+        if step.answer is not None:
+            parts.append(f"<answer>\n{step.answer}\n</answer>")
+        elif step.code:
+            parts.append(f"<code>\n{FENCE}python\n{step.code}\n{FENCE}\n</code>")
+        return "\n".join(parts)
+
+    def observation(self, text: str) -> str:
+        return f"<interpreter>\n{text.strip(chr(10))}\n</interpreter>"
+
+
+def _first_answer(text: str, blocks: list[Block]) -> tuple[int, str] | None:
+    for block in blocks:
+        if block.name == "answer" and (answer := unwrap_fence(block.content(text))):
+            return block.start, answer
+    return None
+
+
+_LABEL = re.compile(
+    r"^[ \t]*[*_#]*[ \t]*(thought|action|(?:formatted|final)[ \t]+answer)[ \t]*[*_]*[ \t]*:[*_]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""A jupiter keyword at the start of a line, in any case, possibly in markdown bold or as a heading."""
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+class JupiterDialect(_PromptedDialect):
+    """``Thought:``, ``Action:`` with one ```python block, ``Observation:``, ``Formatted answer:``.
+
+    ``Final answer:`` is read as ``Formatted answer:``. An answer runs to the end of its paragraph
+    (or the next keyword or fence), so commentary after a blank line is ignored.
+    """
+
+    name = "jupiter"
+    stop = ("Observation:",)
+    _stop = re.compile(r"^[ \t]*[*_#]*[ \t]*(?i:observation)[ \t]*[*_]*[ \t]*:|Observation:", re.MULTILINE)
+    # Only the exact stop string, or the keyword opening a line, ends the turn: "my observation: ..."
+    # inside a thought must not cut the code that follows it.
+
+    def parse(self, completion: str) -> Step:
+        text = cut_at(completion, self._stop)
+        labels = list(_LABEL.finditer(text))
+        ends = [label.start() for label in labels[1:]] + [len(text)] * bool(labels)
+        answer, answer_spans = None, []
+        for label, end in zip(labels, ends, strict=True):
+            if label.group(1).lower().endswith("answer"):
+                answer_spans.append((label.start(), end))
+                if answer is None and (found := _paragraph(text[label.end() : end])):
+                    answer = (label.start(), found)
+        code = None
+        for label in labels:
+            if label.group(1).lower() == "action":
+                fence = first_python_fence(text, label.end(), answer_spans)
+                if fence:
+                    code = (label.start(), fence.code)
+                    break
+        if code is None and (fence := first_python_fence(text, skip=answer_spans)):
+            code = (fence.start, fence.code)
+        stop = _action_start(answer, code, len(text))
+        thoughts = [
+            text[label.end() : min(end, stop)].strip()
+            for label, end in zip(labels, ends, strict=True)
+            if label.group(1).lower() == "thought" and label.start() < stop
+        ]
+        thought = "\n\n".join(part for part in thoughts if part) or _LABEL.sub("", text[:stop]).strip()
+        return _choose(thought, answer, code)
+
+    def render(self, step: Step) -> str:
+        parts = [f"Thought: {step.thought}"] if step.thought else []
+        if step.answer is not None:
+            parts.append(f"Formatted answer: {step.answer}")
+        elif step.code:
+            parts.append(f"Action:\n{FENCE}python\n{step.code}\n{FENCE}")
+        return "\n".join(parts)
+
+    def observation(self, text: str) -> str:
+        return f"Observation: {text.strip(chr(10))}"
+
+
+def _paragraph(text: str) -> str:
+    """The answer after its keyword: a fenced answer unwrapped, else the first paragraph before any fence."""
+    text = text.strip()
+    if text.startswith(FENCE):
+        return unwrap_fence(text)
+    text = text.split(FENCE, 1)[0]
+    return _BLANK_LINE.split(text, 1)[0].strip()
+
+
+class DatarusDialect(_PromptedDialect):
+    """``<step><thought>…</thought><action>python_executor</action><action_input>…</action_input></step>``.
+
+    Ends with ``<stop_analysis><thought>…</thought><answer>…</answer></stop_analysis>``; a
+    ``<stop_analysis>`` without ``<answer>`` gives its non-thought text as the answer. A first
+    ``<action>`` naming any tool but ``python_executor`` makes the turn void.
+    """
+
+    name = "datarus"
+    stop = ("<observation>",)
+    _tags = tag_pattern(("step", "thought", "action", "action_input", "answer", "stop_analysis", "observation"))
+    _stop = re.compile(r"<\s*observation\s*>", re.IGNORECASE)
+    _stop_analysis_end = re.compile(r"<\s*/\s*stop_analysis\s*>", re.IGNORECASE)
+    _tool = "python_executor"
+
+    def parse(self, completion: str) -> Step:
+        text = cut_at(completion, self._stop)
+        blocks = find_blocks(text, self._tags)
+        answer = _first_answer(text, blocks) or self._stop_analysis_answer(text, blocks)
+        code = None
+        action = next((block for block in blocks if block.name == "action"), None)
+        tool = re.split(r"\n|" + FENCE, action.content(text), maxsplit=1)[0].strip().lower() if action else ""
+        if action and tool != self._tool:
+            code = (action.start, "")  # a tool we do not have: void unless an answer came first
+        else:
+            for block in blocks:
+                if block.name == "action_input" and (found := code_in_region(text, block.content_start, block.end)):
+                    code = (block.start, found)
+                    break
+            if code is None:
+                spans = [(b.start, b.end) for b in blocks if b.name in ("answer", "stop_analysis")]
+                if fence := first_python_fence(text, skip=spans):
+                    code = (fence.start, fence.code)
+            if code and action:
+                code = (min(code[0], action.start), code[1])
+        stop = _action_start(answer, code, len(text))
+        return _choose(thought_before(text, blocks, "thought", stop, self._tags), answer, code)
+
+    def _stop_analysis_answer(self, text: str, blocks: list[Block]) -> tuple[int, str] | None:
+        """The text of a ``<stop_analysis>`` that has no ``<answer>``, its thoughts left out."""
+        opening = next((block for block in blocks if block.name == "stop_analysis"), None)
+        if opening is None:
+            return None
+        closing = self._stop_analysis_end.search(text, opening.content_start)
+        end = closing.start() if closing else len(text)
+        pieces, position = [], opening.content_start
+        for block in blocks:
+            if block.name == "thought" and opening.content_start <= block.start < end:
+                pieces.append(text[position : block.start])
+                position = min(block.end, end)
+        pieces.append(text[position:end])
+        found = unwrap_fence(strip_tags("".join(pieces), self._tags))
+        return (end, found) if found else None
+
+    def render(self, step: Step) -> str:
+        thought = f"<thought>\n{step.thought}\n</thought>\n" if step.thought else ""
+        if step.answer is not None:
+            return f"<stop_analysis>\n{thought}<answer>\n{step.answer}\n</answer>\n</stop_analysis>"
+        if step.code:
+            action = f"<action>{self._tool}</action>\n<action_input>\n{step.code}\n</action_input>\n"
+            return f"<step>\n{thought}{action}</step>"
+        return f"<step>\n{thought}</step>" if thought else ""
+
+    def observation(self, text: str) -> str:
+        return f"<observation>\n{text.strip(chr(10))}\n</observation>"
+
+
+_CLASSES: dict[str, type[_PromptedDialect]] = {
+    "datamind": DataMindDialect,
+    "jupiter": JupiterDialect,
+    "datarus": DatarusDialect,
+}
+
+
+def get_dialect(name: str) -> Dialect:
+    """The dialect called `name` (one of `DIALECTS`).
+
+    Raises:
+        ConfigError: no dialect has that name.
+
+    >>> get_dialect("jupiter").stop
+    ('Observation:',)
+    """
+    cls = _CLASSES.get(name.strip().lower())
+    if cls is None:
+        raise ConfigError(f"unknown dialect {name!r}: choose one of {', '.join(DIALECTS)}")
+    return cls()  # type: ignore[return-value]

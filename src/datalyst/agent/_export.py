@@ -1,0 +1,118 @@
+"""Views of a trajectory: chat messages for training, a Jupyter notebook, a standalone HTML page."""
+
+from __future__ import annotations
+
+import importlib.resources
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+from pydantic import BaseModel
+
+from datalyst.agent._dialect import ActionKind, Dialect
+from datalyst.agent._dialects import get_dialect
+from datalyst.agent._trajectory import Trajectory, Turn
+from datalyst.llm import Role
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+
+class TrainingMessage(BaseModel):
+    """A chat message plus who wrote it, for loss masks: environment text is never trained on."""
+
+    role: Role
+    content: str
+    is_environment: bool
+
+
+def observation_message(dialect: Dialect, turn: Turn) -> str | None:
+    """The message the environment sends after ``turn`` (None after an answer)."""
+    if turn.observation is None:
+        return None
+    return turn.observation if turn.kind == ActionKind.VOID else dialect.observation(turn.observation)
+
+
+def to_messages(trajectory: Trajectory) -> list[TrainingMessage]:
+    """The conversation exactly as the model saw and wrote it."""
+    dialect = get_dialect(trajectory.dialect)
+    messages = [
+        TrainingMessage(role=Role.SYSTEM, content=trajectory.system_prompt, is_environment=True),
+        TrainingMessage(role=Role.USER, content=trajectory.first_message, is_environment=True),
+    ]
+    for turn in trajectory.turns:
+        messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.raw, is_environment=False))
+        if (reply := observation_message(dialect, turn)) is not None:
+            messages.append(TrainingMessage(role=Role.USER, content=reply, is_environment=True))
+    return messages
+
+
+def to_notebook(trajectory: Trajectory) -> NotebookNode:
+    """A notebook: the task, then each thought as markdown and each cell with its outputs and figures."""
+    import nbformat  # imported here: it is slow to import and only exports need it
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    task = trajectory.task
+    cells = [new_markdown_cell(_task_markdown(trajectory))]
+    for turn in trajectory.turns:
+        if turn.thought:
+            cells.append(new_markdown_cell(turn.thought))
+        if turn.kind == ActionKind.CODE:
+            cells.append(new_code_cell(turn.code or "", execution_count=turn.index + 1, outputs=_outputs(turn)))
+        elif turn.kind == ActionKind.ANSWER:
+            cells.append(new_markdown_cell(f"**Answer:** {turn.answer}"))
+        else:
+            cells.append(new_markdown_cell(f"*Turn {turn.index + 1} had neither code nor an answer.*"))
+    cells.append(new_markdown_cell(f"*Ended by {trajectory.termination.value} after {len(trajectory.turns)} turns.*"))
+    notebook = new_notebook(cells=cells)
+    notebook.metadata["datalyst"] = {
+        "trajectory_id": trajectory.id,
+        "task_id": task.id,
+        "model": trajectory.model,
+        "dialect": trajectory.dialect,
+    }
+    nbformat.validate(notebook)
+    return notebook
+
+
+def _task_markdown(trajectory: Trajectory) -> str:
+    task = trajectory.task
+    parts = [f"# {task.question}"]
+    if task.constraints:
+        parts.append(f"**Constraints:** {task.constraints}")
+    if task.format:
+        parts.append(f"**Format:** {task.format}")
+    if task.files:
+        parts.append("**Files:** " + ", ".join(f"`{name}`" for name in _base_names(task.files)))
+    parts.append(f"*Model `{trajectory.model}`, dialect `{trajectory.dialect}`.*")
+    return "\n\n".join(parts)
+
+
+def _outputs(turn: Turn) -> list[Any]:
+    from nbformat.v4 import new_output
+
+    result = turn.result
+    if result is None:
+        return []
+    outputs = []
+    if result.stdout:
+        outputs.append(new_output("stream", name="stdout", text=result.stdout))
+    if result.stderr:
+        outputs.append(new_output("stream", name="stderr", text=result.stderr))
+    if result.error is not None:
+        lines = result.error.traceback.splitlines() or [f"{result.error.ename}: {result.error.evalue}"]
+        outputs.append(new_output("error", ename=result.error.ename, evalue=result.error.evalue, traceback=lines))
+    for png in turn.figures.values():
+        outputs.append(new_output("display_data", data={"image/png": png}))
+    return outputs
+
+
+def _base_names(paths: list[str]) -> list[str]:
+    return [path.rsplit("/", 1)[-1] for path in paths]
+
+
+def to_html(trajectory: Trajectory) -> str:
+    """A standalone page (no external assets) showing the task, every turn and the answer."""
+    source = importlib.resources.files("datalyst.agent") / "templates" / "trajectory.html.j2"
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    template = environment.from_string(source.read_text())
+    return template.render(t=trajectory, files=_base_names(trajectory.task.files), ActionKind=ActionKind)

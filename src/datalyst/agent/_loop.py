@@ -1,0 +1,178 @@
+"""The ReAct loop: ask the model for a turn, run its code in the sandbox, show it the result, repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from datalyst import __version__
+from datalyst.agent._dialect import ActionKind, Dialect, PromptContext
+from datalyst.agent._dialects import get_dialect
+from datalyst.agent._export import observation_message
+from datalyst.agent._figures import collect_figures
+from datalyst.agent._trajectory import Termination, Trajectory, Turn
+from datalyst.data import FileKind, describe, detect_kind
+from datalyst.errors import DataFileError, ModelError
+from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.llm._errors import ContextOverflow
+from datalyst.sandbox import Limits, Sandbox
+from datalyst.tasks import Task
+
+log = logging.getLogger(__name__)
+
+TurnCallback = Callable[[Turn], None]
+"""Called with every finished turn (``datalyst ask`` prints them as they come)."""
+
+
+class AgentConfig(BaseModel):
+    """How the agent runs one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dialect: str = "datamind"
+    """Turn format: ``datamind``, ``jupiter`` or ``datarus``."""
+    max_turns: int = Field(10, ge=1)
+    max_consecutive_errors: int = Field(3, ge=1)
+    """Stop after this many code turns in a row that failed."""
+    max_observation_chars: int = Field(4000, ge=200)
+    """Longest observation shown to the model; longer ones keep their head and tail."""
+    max_file_info_chars: int = Field(6000, ge=500)
+    """Budget for the files' meta-information in the first prompt, shared by all files."""
+    sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=1024)
+    sandbox_mode: str = "session"
+    limits: Limits = Limits()
+
+
+class Agent:
+    """Runs tasks with one model. Example::
+
+    agent = Agent(load_model("embedded:small"), AgentConfig(dialect="datamind"))
+    trajectory = await agent.arun(Task(id="1", question="How many rows?", files=["sales.csv"]))
+    """
+
+    def __init__(self, model: ChatModel, config: AgentConfig | None = None, **sandbox_options: object) -> None:
+        self.model = model
+        self.config = config or AgentConfig()
+        self.dialect: Dialect = get_dialect(self.config.dialect)
+        self.sandbox_options = sandbox_options
+
+    async def arun(
+        self, task: Task, *, sample: int = 0, on_turn: TurnCallback | None = None, executor: Executor | None = None
+    ) -> Trajectory:
+        """Solve ``task`` once and return the whole trajectory (model mistakes are part of it).
+
+        ``executor`` runs the sandbox's blocking work (the rollout engine passes one sized to its
+        concurrency; the default executor has only a few threads).
+        """
+        context = build_context(task, self.config.max_file_info_chars)
+        system, first = self.dialect.opening(context)
+        sampling = self.config.sampling.model_copy(update={"n": 1, "stop": self.dialect.stop})
+        trajectory = Trajectory(
+            id=f"{task.id}#{sample}",
+            task=task,
+            sample=sample,
+            dialect=self.dialect.name,
+            model=self.model.spec,
+            sampling=sampling,
+            system_prompt=system,
+            first_message=first,
+            termination=Termination.MAX_TURNS,
+            started_at=datetime.now(UTC),
+            datalyst_version=__version__,
+        )
+        messages = [ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first)]
+        started = time.monotonic()
+        options = {**self.sandbox_options, "executor": executor} if executor else self.sandbox_options
+        sandbox = await asyncio.to_thread(
+            Sandbox, task.files, mode=self.config.sandbox_mode, limits=self.config.limits, **options
+        )
+        try:
+            await self._loop(trajectory, messages, sandbox, on_turn)
+        finally:
+            await sandbox.aclose()
+            trajectory.duration_s = time.monotonic() - started
+        return trajectory
+
+    async def _loop(
+        self, trajectory: Trajectory, messages: list[ChatMessage], sandbox: Sandbox, on_turn: TurnCallback | None
+    ) -> None:
+        errors_in_a_row = 0
+        for index in range(self.config.max_turns):
+            generated = time.monotonic()
+            try:
+                [completion] = await self.model.agenerate(messages, trajectory.sampling)
+            except ContextOverflow as exc:
+                trajectory.termination, trajectory.error = Termination.CONTEXT_OVERFLOW, str(exc)
+                return
+            except ModelError as exc:
+                trajectory.termination, trajectory.error = Termination.FAILED, str(exc)
+                return
+            step = self.dialect.parse(completion.text)
+            turn = Turn(
+                index=index,
+                raw=completion.text,
+                thought=step.thought,
+                kind=step.kind,
+                code=step.code,
+                answer=step.answer,
+                finish_reason=completion.finish_reason,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                generation_s=time.monotonic() - generated,
+            )
+            trajectory.turns.append(turn)
+            messages.append(ChatMessage(role=Role.ASSISTANT, content=completion.text))
+            if turn.kind == ActionKind.ANSWER:
+                trajectory.answer, trajectory.termination = turn.answer, Termination.ANSWER
+            elif turn.kind == ActionKind.VOID:
+                turn.observation = self.dialect.void_feedback()
+            else:
+                executed = time.monotonic()
+                result = await sandbox.arun_python(turn.code or "")
+                turn.execution_s = time.monotonic() - executed
+                turn.result = result
+                turn.figures = collect_figures(sandbox.workdir, result)
+                turn.observation = clip_middle(result.render(), self.config.max_observation_chars)
+                errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
+            if (reply := observation_message(self.dialect, turn)) is not None:
+                messages.append(ChatMessage(role=Role.USER, content=reply))
+            if on_turn is not None:
+                on_turn(turn)
+            if turn.kind == ActionKind.ANSWER:
+                return
+            if errors_in_a_row >= self.config.max_consecutive_errors:
+                trajectory.termination = Termination.EXECUTION_ERRORS
+                return
+
+
+def build_context(task: Task, max_chars: int) -> PromptContext:
+    """The files' names and bounded meta-information, as the first prompt shows them."""
+    budget = max_chars // max(1, len(task.files))
+    infos, has_database = [], False
+    for path in task.files:
+        try:
+            infos.append(describe(path, max_chars=budget).render())
+            has_database = has_database or detect_kind(path) == FileKind.SQLITE
+        except DataFileError as exc:  # the agent can still try to read it; tell it what we know
+            infos.append(f"{os.path.basename(path)}: {exc}")
+    return PromptContext(
+        task=task,
+        file_names=[os.path.basename(p) for p in task.files],
+        file_info="\n\n".join(infos),
+        has_database=has_database,
+    )
+
+
+def clip_middle(text: str, max_chars: int) -> str:
+    """Keep the head and the tail of a long observation, with a note of what was cut."""
+    if len(text) <= max_chars:
+        return text
+    half = max_chars // 2
+    return f"{text[:half]}\n... [{len(text) - 2 * half} characters cut] ...\n{text[-half:]}"

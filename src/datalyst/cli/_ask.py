@@ -1,0 +1,85 @@
+"""``datalyst ask``: answer a question about data files with an agent, showing each step as it happens."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+
+from datalyst.agent import DIALECTS, ActionKind, Agent, AgentConfig, Trajectory, Turn, to_html, to_notebook
+from datalyst.cli._app import app
+from datalyst.errors import ConfigError
+from datalyst.llm import load_model, resolve_spec
+from datalyst.tasks import Task
+
+
+@app.command("ask")
+def ask_command(
+    files: Annotated[list[Path], typer.Argument(help="Data files the question is about.", show_default=False)],
+    question: Annotated[str, typer.Argument(help="The question, in quotes.", show_default=False)],
+    model: Annotated[
+        str | None, typer.Option(help="Model spec, e.g. embedded:small, gguf:PATH, openai:NAME@URL.")
+    ] = None,
+    dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
+    max_turns: Annotated[int, typer.Option(help="Turns the agent may take.")] = 10,
+    notebook: Annotated[Path | None, typer.Option(help="Also save the run as a Jupyter notebook.")] = None,
+    html: Annotated[Path | None, typer.Option(help="Also save the run as a standalone HTML page.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON instead.")] = False,
+) -> None:
+    """Ask a QUESTION about FILES; the agent writes and runs code in the sandbox until it can answer."""
+    if dialect not in DIALECTS:
+        raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    console = Console(highlight=False, soft_wrap=True, stderr=as_json)
+    task = Task(id=uuid.uuid4().hex[:8], question=question, files=[str(p) for p in files])
+    spec = resolve_spec(model)
+    console.print(f"[dim]model {spec} · dialect {dialect}[/]")
+    trajectory = asyncio.run(_run(task, str(spec), AgentConfig(dialect=dialect, max_turns=max_turns), console))
+    if notebook is not None:
+        notebook.write_text(_notebook_json(trajectory))
+        console.print(f"[dim]Saved notebook to {notebook}[/]")
+    if html is not None:
+        html.write_text(to_html(trajectory))
+        console.print(f"[dim]Saved page to {html}[/]")
+    if as_json:
+        print(trajectory.model_dump_json(indent=2))
+    elif trajectory.answer is None:
+        console.print(f"[bold red]No answer[/] ({trajectory.termination.value} after {len(trajectory.turns)} turns)")
+    raise typer.Exit(0 if trajectory.answer is not None else 1)
+
+
+async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> Trajectory:
+    chat_model = load_model(spec)
+    try:
+        agent = Agent(chat_model, config)
+        return await agent.arun(task, on_turn=lambda turn: console.print(_show(turn)))
+    finally:
+        await chat_model.aclose()
+
+
+def _show(turn: Turn) -> Group | Text | Panel:
+    """One turn as the terminal shows it: the thought, then the code and what it printed."""
+    parts: list[Text | Panel | Syntax] = []
+    if turn.thought:
+        parts.append(Text(turn.thought, style="italic"))
+    if turn.kind == ActionKind.CODE:
+        parts.append(Panel(Syntax(turn.code or "", "python", theme="ansi_dark"), title=f"cell {turn.index + 1}"))
+        style = "red" if turn.result is not None and not turn.result.ok else "dim"
+        parts.append(Panel(Text(turn.observation or "", style=style), title="output", title_align="left"))
+    elif turn.kind == ActionKind.ANSWER:
+        parts.append(Panel(Text(turn.answer or "", style="bold"), title="answer", border_style="green"))
+    else:
+        parts.append(Text(f"(turn {turn.index + 1}: no code and no answer)", style="yellow"))
+    return Group(*parts)
+
+
+def _notebook_json(trajectory: Trajectory) -> str:
+    import nbformat
+
+    return nbformat.writes(to_notebook(trajectory))

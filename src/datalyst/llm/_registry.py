@@ -1,0 +1,85 @@
+"""``load_model(spec)``: the backend for a spec kind, imported only when that kind is asked for.
+
+Every backend class provides ``from_spec(spec: ModelSpec) -> Self``: it reads ``spec.target``,
+``spec.base_url`` and ``spec.options`` (through ``spec.check_options``, so an unknown option is a
+ConfigError), sets ``self.spec = str(spec)``, and imports its optional dependencies inside the call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from datalyst.errors import ModelUnavailable
+from datalyst.llm._base import ChatModel
+from datalyst.llm._spec import ModelKind, ModelSpec, OptionValue, resolve_spec
+
+__all__ = ["load_model"]
+
+BACKENDS: dict[ModelKind, str] = {
+    ModelKind.OPENAI: "datalyst.llm._openai:OpenAIModel",
+    ModelKind.GGUF: "datalyst.llm._llamacpp:LlamaCppModel",
+    ModelKind.EMBEDDED: "datalyst.llm._llamacpp:LlamaCppModel",  # after _embedded.ensure_model finds the file
+    ModelKind.HF: "datalyst.llm._transformers:TransformersModel",
+    ModelKind.REPLAY: "datalyst.llm._replay:ReplayModel",
+}
+ENSURE_EMBEDDED = "datalyst.llm._embedded:ensure_model"
+EXTRAS: dict[ModelKind, str] = {ModelKind.GGUF: "llamacpp", ModelKind.EMBEDDED: "llamacpp", ModelKind.HF: "hf"}
+"""The ``pip install 'datalyst[EXTRA]'`` that brings a kind's third-party packages."""
+
+
+def load_model(spec: str | ModelSpec | None = None, **options: OptionValue) -> ChatModel:
+    """The chat model for ``spec``, with ``options`` added to the spec's own ``?key=value`` options.
+
+    A string goes through :func:`resolve_spec` (so ``openai:`` specs pick up ``$DATALYST_BASE_URL``);
+    None means the default spec. The options become part of ``model.spec``, the string recorded in
+    trajectories.
+
+    >>> model = load_model("openai:qwen2.5-7b-instruct@http://localhost:8000/v1", max_concurrency=8)
+    >>> model.spec
+    'openai:qwen2.5-7b-instruct@http://localhost:8000/v1?max_concurrency=8'
+    """
+    parsed = spec if isinstance(spec, ModelSpec) else resolve_spec(spec)
+    if options:
+        parsed = parsed.with_options(**options)
+    try:
+        if parsed.kind == ModelKind.EMBEDDED:
+            return _load_embedded(parsed)
+        return _import(parsed.kind, BACKENDS[parsed.kind]).from_spec(parsed)
+    except ModuleNotFoundError as exc:
+        raise _missing_package(parsed.kind, exc) from exc
+
+
+def _load_embedded(spec: ModelSpec) -> ChatModel:
+    """The llama.cpp model for the bundled GGUF named ``spec.target``, as located by ``ensure_model``."""
+    path = Path(_import(spec.kind, ENSURE_EMBEDDED)(spec.target))
+    backend = _import(spec.kind, BACKENDS[spec.kind])
+    model = backend.from_spec(ModelSpec(kind=ModelKind.GGUF, target=str(path), options=spec.options))
+    model.spec = str(spec)  # record "embedded:small", which names the same weights on every machine
+    return model
+
+
+def _import(kind: ModelKind, dotted: str) -> Any:
+    module_name, _, attribute = dotted.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise  # a third-party package the backend needs; load_model names the extra to install
+        raise ModelUnavailable(
+            f"{kind.value}: specs need {module_name}, which this datalyst installation lacks; "
+            "upgrade datalyst or use an openai: spec"
+        ) from exc
+    try:
+        return getattr(module, attribute)
+    except AttributeError as exc:
+        raise ModelUnavailable(
+            f"{kind.value}: specs need {dotted}, which {module_name} does not define; upgrade datalyst"
+        ) from exc
+
+
+def _missing_package(kind: ModelKind, exc: ModuleNotFoundError) -> ModelUnavailable:
+    extra = EXTRAS.get(kind)
+    fix = f"pip install 'datalyst[{extra}]'" if extra else f"pip install {exc.name}"
+    return ModelUnavailable(f"{kind.value}: specs need the Python package {exc.name!r}, which is missing; {fix}")

@@ -1,0 +1,161 @@
+"""A scripted chat model that returns recorded completions in order (a test double that ships).
+
+``ReplayModel(["first answer", "second answer"])`` answers the first call with ``"first answer"``, the
+next with ``"second answer"``, and raises :class:`ModelResponseError` after that. It cuts each text the
+way a server would: at the first of ``params.stop`` (``finish_reason="stop"``), then after
+``params.max_tokens`` tokens (``finish_reason="length"``). Tokens are whitespace-separated words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Self
+
+from pydantic import ValidationError
+
+from datalyst.errors import ModelResponseError, ModelUnavailable
+from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
+from datalyst.llm._spec import ModelSpec
+
+__all__ = ["ReplayModel"]
+
+_WORD = re.compile(r"\S+")
+
+
+class ReplayModel:
+    """Returns ``outputs`` in order, ``params.n`` per call, after ``latency_s`` seconds.
+
+    With ``per_turn=True`` the outputs are a script for *every* conversation: a call gets the
+    output whose index is the number of assistant turns already in its messages, so many
+    concurrent conversations can follow the same script (rollout tests and benchmarks).
+    """
+
+    def __init__(
+        self,
+        outputs: Sequence[str | Completion],
+        *,
+        latency_s: float = 0.0,
+        per_turn: bool = False,
+        spec: str = "replay",
+    ) -> None:
+        self.spec = spec
+        self.latency_s = latency_s
+        self.per_turn = per_turn
+        self.calls: list[tuple[list[ChatMessage], SamplingParams]] = []  # every call's messages and params, in order
+        self._outputs = [_as_completion(item) for item in outputs]
+        self._next = 0
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> ReplayModel:
+        """Load ``replay:FILE.jsonl``: one JSON string or :class:`Completion` object per line (option: latency_s)."""
+        options = spec.check_options({"latency_s": float})
+        path = Path(spec.target).expanduser()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ModelUnavailable(f"cannot read replay file {path}: {exc.strerror}; record one first") from exc
+        outputs: list[str | Completion] = []
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                outputs.append(_read_line(path, number, line))
+        return cls(outputs, spec=str(spec), **options)
+
+    @property
+    def remaining(self) -> int:
+        """Completions not handed out yet."""
+        return len(self._outputs) - self._next
+
+    async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
+        """The next ``params.n`` recorded completions, cut at ``params.stop`` and ``params.max_tokens``."""
+        recorded = self._script_turn(messages, params.n) if self.per_turn else self._take(params.n)
+        self.calls.append((list(messages), params))
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        prompt_tokens = sum(_count_tokens(message.content) for message in messages)
+        return [_as_served(completion, params, prompt_tokens) for completion in recorded]
+
+    def _take(self, n: int) -> list[Completion]:
+        # Taken before sleeping, so concurrent callers get them in call order.
+        if n > self.remaining:
+            raise ModelResponseError(
+                f"replay model {self.spec!r} ran out: {len(self._outputs)} completions were recorded and "
+                f"{self._next} used, but {n} more were asked for; record more outputs"
+            )
+        self._next += n
+        return self._outputs[self._next - n : self._next]
+
+    def _script_turn(self, messages: Sequence[ChatMessage], n: int) -> list[Completion]:
+        turn = sum(message.role == "assistant" for message in messages)
+        if turn + n > len(self._outputs):
+            raise ModelResponseError(
+                f"replay model {self.spec!r} has a script of {len(self._outputs)} turns, but turn {turn + 1} "
+                "was asked for; record more outputs"
+            )
+        return self._outputs[turn : turn + n]
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _as_completion(item: str | Completion) -> Completion:
+    if isinstance(item, Completion):
+        return item
+    return Completion(text=item, finish_reason="stop", completion_tokens=_count_tokens(item))
+
+
+def _read_line(path: Path, number: int, line: str) -> str | Completion:
+    try:
+        value = json.loads(line)
+        return value if isinstance(value, str) else Completion.model_validate(value)
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise ModelUnavailable(
+            f"replay file {path} line {number} is neither a JSON string nor a completion object; "
+            'write one "text" or {"text": ..., "finish_reason": ...} per line'
+        ) from exc
+
+
+def _count_tokens(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _as_served(recorded: Completion, params: SamplingParams, prompt_tokens: int) -> Completion:
+    """``recorded`` as a server would return it for ``params``."""
+    text, finish_reason = recorded.text, recorded.finish_reason
+    cut_at = min((index for stop in params.stop if (index := text.find(stop)) >= 0), default=None)
+    if cut_at is not None:
+        text, finish_reason = text[:cut_at], "stop"
+    words = list(_WORD.finditer(text))
+    if len(words) > params.max_tokens:
+        text, finish_reason = text[: words[params.max_tokens - 1].end()], "length"
+    is_whole = text == recorded.text
+    completion_tokens = recorded.completion_tokens if is_whole and recorded.completion_tokens else _count_tokens(text)
+    return Completion(
+        text=text,
+        finish_reason=finish_reason,
+        prompt_tokens=recorded.prompt_tokens or prompt_tokens,
+        completion_tokens=completion_tokens,
+        logprobs=_logprobs(recorded, text) if params.logprobs else None,
+    )
+
+
+def _logprobs(recorded: Completion, text: str) -> list[TokenLogprob]:
+    """The recorded logprobs covering ``text``, or a logprob of 0 (certainty) per word when none were recorded."""
+    if recorded.logprobs is None:
+        return [TokenLogprob(token=word, logprob=0.0) for word in _WORD.findall(text)]
+    kept, length = [], 0
+    for token in recorded.logprobs:
+        if length >= len(text):
+            break
+        kept.append(token)
+        length += len(token.token)
+    return kept

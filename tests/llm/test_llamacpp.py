@@ -1,0 +1,155 @@
+"""The llama.cpp backend, run on a real small GGUF (SmolLM2-135M-Instruct, the embedded ``tiny`` model).
+
+The model is ``$DATALYST_TEST_GGUF``, else the smallest ``*.gguf`` under the datalyst cache's ``models``
+folder; tests marked ``model`` skip when there is none or when llama-cpp-python is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from datalyst.errors import ModelUnavailable
+from datalyst.llm._base import ChatMessage, Role, SamplingParams
+from datalyst.llm._errors import ContextOverflow
+from datalyst.llm._llamacpp import LlamaCppModel
+from datalyst.llm._spec import ModelSpec
+from datalyst.paths import cache_dir
+
+N_CTX_TOKENS = 512
+QUESTION = [
+    ChatMessage(role=Role.SYSTEM, content="You are a helpful assistant."),
+    ChatMessage(role=Role.USER, content="What is the capital of France?"),
+]
+
+
+def _test_gguf() -> Path | None:
+    if explicit := os.environ.get("DATALYST_TEST_GGUF"):
+        return Path(explicit)
+    found = sorted((cache_dir() / "models").glob("**/*.gguf"), key=lambda path: path.stat().st_size)
+    return found[0] if found else None
+
+
+@pytest.fixture(scope="module")
+def model() -> LlamaCppModel:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'datalyst[llamacpp]')")
+    path = _test_gguf()
+    if path is None:
+        pytest.skip(f"no GGUF model: set DATALYST_TEST_GGUF or put one in {cache_dir() / 'models'}")
+    loaded = LlamaCppModel(path, n_ctx_tokens=N_CTX_TOKENS)
+    yield loaded
+    loaded.close()
+
+
+def ask(model: LlamaCppModel, messages=QUESTION, **params) -> list:
+    return asyncio.run(model.agenerate(messages, SamplingParams(**params)))
+
+
+@pytest.mark.model
+def test_greedy_answer_has_text_reason_and_counts(model):
+    [completion] = ask(model, temperature=0, max_tokens=16)
+    assert completion.text.strip()
+    assert completion.finish_reason in ("stop", "length")
+    assert completion.prompt_tokens > 0
+    assert 0 < completion.completion_tokens <= 16
+    assert completion.logprobs is None
+
+
+@pytest.mark.model
+def test_the_chat_template_of_the_file_is_used(model):
+    # SmolLM2 and Qwen2.5 templates are ChatML: each turn opens with <|im_start|>ROLE.
+    prompt = model._template(messages=[{"role": "user", "content": "hi"}]).prompt
+    assert "<|im_start|>user\nhi<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.model
+def test_max_tokens_ends_with_length(model):
+    [completion] = ask(model, temperature=0, max_tokens=3)
+    assert (completion.finish_reason, completion.completion_tokens) == ("length", 3)
+
+
+@pytest.mark.model
+def test_stop_sequence_cuts_the_text_before_it(model):
+    [free] = ask(model, temperature=0, max_tokens=16)
+    words = free.text.split()
+    assert len(words) >= 3, free.text
+    stop = words[2]
+    [stopped] = ask(model, temperature=0, max_tokens=16, stop=("never appears ~~~", stop))
+    assert stopped.finish_reason == "stop"
+    assert stopped.text == free.text[: free.text.index(stop)]
+    assert stop not in stopped.text
+
+
+@pytest.mark.model
+def test_n_samples_at_temperature_use_successive_seeds(model):
+    completions = ask(model, n=3, temperature=0.8, max_tokens=12, seed=11)
+    assert len(completions) == 3
+    assert all(completion.completion_tokens > 0 for completion in completions)
+    again = ask(model, n=2, temperature=0.8, max_tokens=12, seed=12)  # seeds 12 and 13
+    assert [completion.text for completion in again] == [completion.text for completion in completions[1:]]
+
+
+@pytest.mark.model
+def test_greedy_n_returns_copies(model):
+    completions = ask(model, n=2, temperature=0, max_tokens=8)
+    assert completions[0] == completions[1]
+    assert completions[0] is not completions[1]
+
+
+@pytest.mark.model
+def test_logprobs_cover_each_token(model):
+    [completion] = ask(model, temperature=0, max_tokens=10, logprobs=True)
+    assert completion.logprobs is not None
+    assert len(completion.logprobs) == completion.completion_tokens > 0
+    assert all(entry.logprob <= 0 for entry in completion.logprobs)
+    assert "".join(entry.token for entry in completion.logprobs).startswith(completion.text)
+
+
+@pytest.mark.model
+def test_a_prompt_longer_than_the_context_overflows(model):
+    long_question = [ChatMessage(role=Role.USER, content="data " * (2 * N_CTX_TOKENS))]
+    with pytest.raises(ContextOverflow, match=r"exceed the \d+-token context"):
+        ask(model, long_question, max_tokens=8)
+
+
+@pytest.mark.model
+def test_max_tokens_past_the_context_overflows(model):
+    with pytest.raises(ContextOverflow, match="lower max_tokens"):
+        ask(model, max_tokens=N_CTX_TOKENS)
+
+
+@pytest.mark.model
+def test_spec_options_reach_the_model(model):
+    spec = ModelSpec.parse(f"gguf:{model.path}?n_ctx=256&n_threads=1")
+    other = LlamaCppModel.from_spec(spec)
+    try:
+        assert (other.spec, other.n_ctx_tokens) == (str(spec), 256)
+    finally:
+        asyncio.run(other.aclose())
+    with pytest.raises(ModelUnavailable, match="closed"):
+        ask(other, max_tokens=4)
+
+
+def test_missing_file_is_unavailable(tmp_path):
+    with pytest.raises(ModelUnavailable, match=r"does not exist; give the path of a \.gguf file"):
+        LlamaCppModel(tmp_path / "absent.gguf")
+
+
+def test_a_file_that_is_not_gguf_is_unavailable(tmp_path):
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(ModelUnavailable, match="is not a GGUF file"):
+        LlamaCppModel(fake)
+
+
+def test_missing_llama_cpp_names_the_extra(tmp_path, monkeypatch):
+    header_only = tmp_path / "model.gguf"
+    header_only.write_bytes(b"GGUF" + bytes(20))
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
+    with pytest.raises(ModelUnavailable, match=r"pip install 'datalyst\[llamacpp\]'"):
+        LlamaCppModel(header_only)
