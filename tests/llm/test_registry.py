@@ -35,11 +35,13 @@ def fake_modules(monkeypatch, tmp_path):
     backend.FakeLlamaCpp = FakeLlamaCpp
     embedded = types.ModuleType("fake_embedded")
     embedded.ensure_model = lambda name: tmp_path / f"{name}.gguf"
+    embedded.get_model = lambda name: types.SimpleNamespace(context_tokens=4096)
     monkeypatch.setitem(sys.modules, backend.__name__, backend)
     monkeypatch.setitem(sys.modules, embedded.__name__, embedded)
     for kind in (ModelKind.GGUF, ModelKind.EMBEDDED):
         monkeypatch.setitem(_registry.BACKENDS, kind, "fake_llamacpp_backend:FakeLlamaCpp")
     monkeypatch.setattr(_registry, "ENSURE_EMBEDDED", "fake_embedded:ensure_model")
+    monkeypatch.setattr(_registry, "EMBEDDED_INFO", "fake_embedded:get_model")
     FakeLlamaCpp.built_from = []
     return tmp_path
 
@@ -57,6 +59,12 @@ def test_embedded_resolves_the_file_and_records_the_name(fake_modules):
     assert model.spec == "embedded:small?n_ctx=512"
     [built] = FakeLlamaCpp.built_from
     assert (built.kind, built.target, built.options) == ("gguf", str(fake_modules / "small.gguf"), {"n_ctx": 512})
+
+
+def test_embedded_models_get_their_recommended_context(fake_modules):
+    load_model("embedded:tiny")
+    [built] = FakeLlamaCpp.built_from
+    assert built.options == {"n_ctx": 4096}
 
 
 def test_gguf_goes_straight_to_the_backend(fake_modules):

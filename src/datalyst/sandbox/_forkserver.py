@@ -277,6 +277,11 @@ class ForkServer:
             ) from exc
         atexit.register(self.close)
 
+    @property
+    def pid(self) -> int | None:
+        """PID of the fork server process (None until it is started)."""
+        return self._proc.pid if self._proc is not None else None
+
     def ensure_run_root(self) -> str:
         """Start the server if needed; return the folder that holds every sandbox's files."""
         with self._lock:
