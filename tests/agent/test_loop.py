@@ -116,11 +116,11 @@ def test_long_observations_keep_head_and_tail(task):
     assert len(observation) < 1100 and observation.startswith("AAA") and observation.endswith("END")
 
 
-def test_context_overflow_and_model_failures_end_the_trajectory(task):
+def test_context_overflow_ends_the_trajectory_and_model_failures_are_raised(task):
     overflow = run(FailingModel(ContextOverflow("prompt too long")), task)
     assert overflow.termination == Termination.CONTEXT_OVERFLOW and overflow.error == "prompt too long"
-    down = run(FailingModel(ModelUnavailable("cannot reach the server")), task)
-    assert down.termination == Termination.FAILED and "cannot reach" in down.error
+    with pytest.raises(ModelUnavailable, match="cannot reach"):
+        run(FailingModel(ModelUnavailable("cannot reach the server")), task)
 
 
 @pytest.mark.parametrize("dialect", ["datamind", "jupiter", "datarus"])

@@ -32,7 +32,7 @@ from datalyst.agent._parsing import (
     code_in_region,
     cut_at,
     find_blocks,
-    first_python_fence,
+    python_fences,
     strip_tags,
     tag_pattern,
     thought_before,
@@ -101,8 +101,8 @@ class DataMindDialect(_PromptedDialect):
                 break
         if code is None:
             spans = [(b.start, b.end) for b in blocks if b.name == "answer"]
-            if fence := first_python_fence(text, skip=spans):
-                code = (fence.start, fence.code)
+            if fences := python_fences(text, spans):
+                code = (fences[0].start, fences[0].code)
         stop = _action_start(answer, code, len(text))
         return _choose(thought_before(text, blocks, "think", stop, self._tags), answer, code)
 
@@ -157,14 +157,14 @@ class JupiterDialect(_PromptedDialect):
                 if answer is None and (found := _paragraph(text[label.end() : end])):
                     answer = (label.start(), found)
         code = None
-        for label in labels:
-            if label.group(1).lower() == "action":
-                fence = first_python_fence(text, label.end(), answer_spans)
-                if fence:
-                    code = (label.start(), fence.code)
-                    break
-        if code is None and (fence := first_python_fence(text, skip=answer_spans)):
-            code = (fence.start, fence.code)
+        fences = python_fences(text, answer_spans)
+        actions = [label for label in labels if label.group(1).lower() == "action"]
+        if actions:  # prefer the first block after an Action: (a fence in the thought may be a sketch)
+            fences = [fence for fence in fences if fence.start >= actions[0].end()] or fences
+        if fences:
+            fence = fences[0]
+            before = [label.start() for label in actions if label.end() <= fence.start]
+            code = (before[-1] if before else fence.start, fence.code)
         stop = _action_start(answer, code, len(text))
         thoughts = [
             text[label.end() : min(end, stop)].strip()
@@ -226,8 +226,8 @@ class DatarusDialect(_PromptedDialect):
                     break
             if code is None:
                 spans = [(b.start, b.end) for b in blocks if b.name in ("answer", "stop_analysis")]
-                if fence := first_python_fence(text, skip=spans):
-                    code = (fence.start, fence.code)
+                if fences := python_fences(text, spans):
+                    code = (fences[0].start, fences[0].code)
             if code and action:
                 code = (min(code[0], action.start), code[1])
         stop = _action_start(answer, code, len(text))

@@ -21,7 +21,7 @@ from datalyst.agent._export import observation_message
 from datalyst.agent._figures import collect_figures
 from datalyst.agent._trajectory import Termination, Trajectory, Turn
 from datalyst.data import FileKind, describe, detect_kind
-from datalyst.errors import DataFileError, ModelError
+from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.llm._errors import ContextOverflow
 from datalyst.sandbox import Limits, Sandbox
@@ -68,7 +68,10 @@ class Agent:
     async def arun(
         self, task: Task, *, sample: int = 0, on_turn: TurnCallback | None = None, executor: Executor | None = None
     ) -> Trajectory:
-        """Solve ``task`` once and return the whole trajectory (model mistakes are part of it).
+        """Solve ``task`` once and return the whole trajectory.
+
+        The model's mistakes are part of the trajectory; our own failures (an unreachable model
+        server, a missing data file) are raised.
 
         ``executor`` runs the sandbox's blocking work (the rollout engine passes one sized to its
         concurrency; the default executor has only a few threads).
@@ -115,11 +118,8 @@ class Agent:
             generated = time.monotonic()
             try:
                 [completion] = await self.model.agenerate(messages, trajectory.sampling)
-            except ContextOverflow as exc:
+            except ContextOverflow as exc:  # the conversation outgrew the model: an ending, not a failure
                 trajectory.termination, trajectory.error = Termination.CONTEXT_OVERFLOW, str(exc)
-                return
-            except ModelError as exc:
-                trajectory.termination, trajectory.error = Termination.FAILED, str(exc)
                 return
             step = self.dialect.parse(completion.text)
             turn = Turn(

@@ -17,6 +17,7 @@ Shared conventions:
 
 from __future__ import annotations
 
+import bisect
 import re
 import textwrap
 from collections.abc import Sequence
@@ -148,12 +149,20 @@ def code_in_region(text: str, start: int, stop: int) -> str:
     return clean_code("\n".join(lines))
 
 
-def first_python_fence(text: str, start: int = 0, skip: Sequence[tuple[int, int]] = ()) -> Fence | None:
-    """The first non-empty Python (or unmarked) fence from `start` that begins outside the `skip` spans."""
-    for fence in find_fences(text, start):
-        if fence.is_python and fence.code and not any(a <= fence.start < b for a, b in skip):
-            return fence
-    return None
+def python_fences(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fence]:
+    """The non-empty Python (or unmarked) fences of `text` that begin outside the `skip` spans.
+
+    `skip` holds sorted, non-overlapping (start, end) spans, such as tag blocks.
+    """
+    starts = [start for start, _ in skip]
+    found = []
+    for fence in find_fences(text):
+        index = bisect.bisect_right(starts, fence.start) - 1
+        if index >= 0 and fence.start < skip[index][1]:
+            continue
+        if fence.is_python and fence.code:
+            found.append(fence)
+    return found
 
 
 def unwrap_fence(text: str) -> str:

@@ -1,0 +1,56 @@
+"""``datalyst ask`` with a recorded model: streamed turns, the answer, saved notebook and page."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+SCRIPT = [
+    "<think>Load the file.</think>\n<code>\n```python\nimport pandas as pd\n"
+    "df = pd.read_csv('sales.csv')\nprint(df.groupby('region')['revenue'].sum().idxmax())\n```\n</code>",
+    "<think>West sells most.</think>\n<answer>West</answer>",
+]
+
+
+def recorded(tmp_path, outputs=SCRIPT) -> str:
+    path = tmp_path / "script.jsonl"
+    path.write_text("".join(json.dumps(text) + "\n" for text in outputs))
+    return f"replay:{path}"
+
+
+def test_ask_streams_the_turns_and_prints_the_answer(datalyst, tmp_path, examples_dir):
+    notebook, page = tmp_path / "run.ipynb", tmp_path / "run.html"
+    done = datalyst(
+        "ask", str(examples_dir / "sales.csv"), "Which region has the highest revenue?",
+        "--model", recorded(tmp_path), "--notebook", str(notebook), "--html", str(page),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Load the file." in done.stdout and "West sells most." in done.stdout
+    assert done.stdout.count("West") >= 3  # the printed result, the thought and the answer
+    cells = nbformat.read(notebook, as_version=4).cells
+    assert [c.cell_type for c in cells].count("code") == 1 and "West" in cells[-2].source
+    assert "Which region has the highest revenue?" in page.read_text()
+
+
+def test_ask_json_prints_the_trajectory(datalyst, tmp_path, examples_dir):
+    done = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", recorded(tmp_path), "--json")
+    trajectory = json.loads(done.stdout)
+    assert trajectory["answer"] == "West" and trajectory["termination"] == "answer"
+    assert trajectory["turns"][0]["observation"] == "West"
+
+
+def test_ask_without_an_answer_exits_1(datalyst, tmp_path, examples_dir):
+    spec = recorded(tmp_path, ["hmm", "still thinking"])
+    done = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", spec, "--max-turns", "2")
+    assert done.returncode == 1 and "No answer" in done.stdout
+
+
+def test_ask_user_errors_are_one_line(datalyst, tmp_path, examples_dir):
+    bad_dialect = datalyst("ask", str(examples_dir / "sales.csv"), "q", "--dialect", "klingon")
+    assert bad_dialect.returncode == 2 and bad_dialect.stderr.startswith("error: unknown dialect 'klingon'")
+    unreachable = datalyst(
+        "ask", str(examples_dir / "sales.csv"), "q", "--model", "openai:some-model@http://127.0.0.1:9/v1"
+    )
+    assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
+    assert "cannot reach the model server" in unreachable.stderr
