@@ -289,7 +289,7 @@ def test_parse_reads_canonical_and_malformed_turns(name, completion, expected):
 
 _MARKERS = re.compile(
     r"```|<\s*/?\s*(think|code|answer|interpreter|step|thought|action|action_input|stop_analysis|observation)\s*>"
-    r"|^[ \t]*[*_#]*[ \t]*(thought|action|formatted[ \t]+answer|final[ \t]+answer|observation)[ \t]*[*_]*[ \t]*:"
+    r"|^[ \t]*(?:[*_#]+[ \t]*)?(thought|action|(?:formatted|final)[ \t]+answer|observation)[ \t]*(?:[*_]+[ \t]*)?:"
     r"|Observation:",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -369,3 +369,23 @@ def test_parse_copes_with_splices_of_valid_turns(name, first, second, data):
     _assert_consistent(dialect.parse(a[:cut_a]))
     assume(first.kind is not ActionKind.VOID)
     assert dialect.parse(a + "\n" + b) == first, "the first action of a turn wins"
+
+
+_LONG = 50_000
+_PATHOLOGICAL = [
+    " " * _LONG + "x",
+    "<" + " " * _LONG,
+    "Thought" + " " * _LONG,
+    "**" + " " * _LONG + "Action",
+    "``` " * (_LONG // 4),
+    "<code><answer></think>" * (_LONG // 20),
+    "Action:\n```sql\nx\n```\n" * (_LONG // 20),
+    "Formatted answer:\n```\n```\n" * (_LONG // 25),
+    "<step><action>sql</action><action_input>\n" * (_LONG // 40),
+]
+
+
+@pytest.mark.timeout(60)  # a regex that backtracks quadratically would take minutes on these, not milliseconds
+@pytest.mark.parametrize("text", _PATHOLOGICAL, ids=range(len(_PATHOLOGICAL)))
+def test_parse_stays_linear_on_long_degenerate_turns(dialect, text):
+    _assert_consistent(dialect.parse(text))

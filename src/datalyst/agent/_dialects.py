@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from importlib import resources
 
 import jinja2
@@ -115,7 +116,8 @@ class DataMindDialect(_PromptedDialect):
         return "\n".join(parts)
 
     def observation(self, text: str) -> str:
-        return f"<interpreter>\n{text.strip(chr(10))}\n</interpreter>"
+        body = text.strip("\n")
+        return f"<interpreter>\n{body}\n</interpreter>"
 
 
 def _first_answer(text: str, blocks: list[Block]) -> tuple[int, str] | None:
@@ -126,10 +128,12 @@ def _first_answer(text: str, blocks: list[Block]) -> tuple[int, str] | None:
 
 
 _LABEL = re.compile(
-    r"^[ \t]*[*_#]*[ \t]*(thought|action|(?:formatted|final)[ \t]+answer)[ \t]*[*_]*[ \t]*:[*_]*",
+    r"^[ \t]*(?:[*_#]+[ \t]*)?(thought|action|(?:formatted|final)[ \t]+answer)[ \t]*(?:[*_]+[ \t]*)?:[*_]*",
     re.IGNORECASE | re.MULTILINE,
 )
-"""A jupiter keyword at the start of a line, in any case, possibly in markdown bold or as a heading."""
+"""A jupiter keyword at the start of a line, in any case, possibly in markdown bold or as a heading.
+
+No two runs of spaces touch, so a long blank line cannot make the search backtrack quadratically."""
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
@@ -142,7 +146,7 @@ class JupiterDialect(_PromptedDialect):
 
     name = "jupiter"
     stop = ("Observation:",)
-    _stop = re.compile(r"^[ \t]*[*_#]*[ \t]*(?i:observation)[ \t]*[*_]*[ \t]*:|Observation:", re.MULTILINE)
+    _stop = re.compile(r"^[ \t]*(?:[*_#]+[ \t]*)?(?i:observation)[ \t]*(?:[*_]+[ \t]*)?:|Observation:", re.MULTILINE)
     # Only the exact stop string, or the keyword opening a line, ends the turn: "my observation: ..."
     # inside a thought must not cut the code that follows it.
 
@@ -183,7 +187,7 @@ class JupiterDialect(_PromptedDialect):
         return "\n".join(parts)
 
     def observation(self, text: str) -> str:
-        return f"Observation: {text.strip(chr(10))}"
+        return "Observation: " + text.strip("\n")
 
 
 def _paragraph(text: str) -> str:
@@ -259,10 +263,11 @@ class DatarusDialect(_PromptedDialect):
         return f"<step>\n{thought}</step>" if thought else ""
 
     def observation(self, text: str) -> str:
-        return f"<observation>\n{text.strip(chr(10))}\n</observation>"
+        body = text.strip("\n")
+        return f"<observation>\n{body}\n</observation>"
 
 
-_CLASSES: dict[str, type[_PromptedDialect]] = {
+_CLASSES: dict[str, Callable[[], Dialect]] = {
     "datamind": DataMindDialect,
     "jupiter": JupiterDialect,
     "datarus": DatarusDialect,
@@ -281,4 +286,4 @@ def get_dialect(name: str) -> Dialect:
     cls = _CLASSES.get(name.strip().lower())
     if cls is None:
         raise ConfigError(f"unknown dialect {name!r}: choose one of {', '.join(DIALECTS)}")
-    return cls()  # type: ignore[return-value]
+    return cls()

@@ -1,4 +1,4 @@
-"""Tolerant reading of model turns: tags, code fences and keyword labels, shared by the dialects.
+"""Tolerant reading of model turns: tag blocks and code fences, shared by the dialects.
 
 Small models break formats in a handful of ways: a closing tag is missing because
 generation stopped, a code fence sits inside a tag or stands without one, tags
@@ -32,7 +32,7 @@ _LANG_TOKEN = re.compile(r"[\w.+#-]+")
 def tag_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     """Opening and closing forms of the named tags, in any case, tolerating inner spaces."""
     alternatives = "|".join(sorted((re.escape(name) for name in names), key=len, reverse=True))
-    return re.compile(rf"<\s*(/?)\s*({alternatives})\s*>", re.IGNORECASE)
+    return re.compile(rf"<\s*(?:(/)\s*)?({alternatives})\s*>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
