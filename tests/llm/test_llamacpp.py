@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,31 @@ def test_greedy_n_returns_copies(model):
     completions = ask(model, n=2, temperature=0, max_tokens=8)
     assert completions[0] == completions[1]
     assert completions[0] is not completions[1]
+
+
+@pytest.mark.model
+def test_concurrent_calls_queue_on_the_model(model):
+    async def three_at_once() -> list:
+        params = SamplingParams(temperature=0, max_tokens=6)
+        return await asyncio.gather(*(model.agenerate(QUESTION, params) for _ in range(3)))
+
+    results = asyncio.run(three_at_once())
+    assert [result[0].text for result in results] == [results[0][0].text] * 3
+
+
+@pytest.mark.model
+def test_a_cancelled_call_frees_the_model_quickly(model):
+    async def cancel_then_ask() -> tuple[float, list]:
+        counting = [ChatMessage(role=Role.USER, content="Count from 1 to 300, separated by commas.")]
+        with pytest.raises(TimeoutError):  # greedy decoding runs all 400 tokens here, about 10 s
+            await asyncio.wait_for(model.agenerate(counting, SamplingParams(temperature=0, max_tokens=400)), 0.3)
+        started = time.perf_counter()
+        answer = await model.agenerate(QUESTION, SamplingParams(temperature=0, max_tokens=2))
+        return time.perf_counter() - started, answer
+
+    waited_s, [answer] = asyncio.run(cancel_then_ask())
+    assert answer.completion_tokens == 2
+    assert waited_s < 3.0  # the abandoned generation stopped at its next token instead of running 400
 
 
 @pytest.mark.model

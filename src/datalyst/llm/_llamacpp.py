@@ -33,6 +33,8 @@ __all__ = ["LlamaCppModel"]
 GGUF_MAGIC = b"GGUF"
 DEFAULT_N_CTX_TOKENS = 8192
 """Context size when none is given, lowered to the model's trained context when that is shorter."""
+MIN_N_CTX_TOKENS = 64
+DEFAULT_N_BATCH_TOKENS = 512
 SEED_MODULUS = 2**31
 """Seeds go to llama.cpp as uint32, where 0xFFFFFFFF means "random"; staying below 2**31 avoids it."""
 INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'datalyst[llamacpp]'"
@@ -41,8 +43,11 @@ INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'datalyst[llamacpp]'"
 class LlamaCppModel:
     """A GGUF chat model loaded in process; ``await model.agenerate(messages, params)`` like any ChatModel.
 
-    ``n_ctx_tokens`` None means 8192, or the trained context if shorter; ``n_threads`` None means every
-    core this process may use. Loading happens in the constructor (about a second for small models).
+    ``n_ctx_tokens`` None means 8192, or the trained context if shorter. ``n_threads`` None means one
+    less than the cores this process may use (at least one): llama.cpp's threads spin while they wait
+    for each other, so a pool that competes with other busy processes (the sandbox, a test run) slows
+    down many times over, while one spare core costs little. Loading happens in the constructor
+    (under a second for small models).
     """
 
     def __init__(
@@ -51,20 +56,22 @@ class LlamaCppModel:
         *,
         n_ctx_tokens: int | None = None,
         n_threads: int | None = None,
-        n_batch_tokens: int = 512,
+        n_batch_tokens: int = DEFAULT_N_BATCH_TOKENS,
         spec: str | None = None,
     ) -> None:
         self.path = Path(path).expanduser()
         self.spec = spec or str(ModelSpec(kind=ModelKind.GGUF, target=str(self.path)))
-        if n_ctx_tokens is not None and n_ctx_tokens < 16:
-            raise ConfigError(f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least 512, e.g. 4096")
+        if n_ctx_tokens is not None and n_ctx_tokens < MIN_N_CTX_TOKENS:
+            raise ConfigError(
+                f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
+            )
         if n_threads is not None and n_threads < 1:
-            raise ConfigError(f"n_threads={n_threads} must be at least 1; leave it unset to use every core")
+            raise ConfigError(f"n_threads={n_threads} must be at least 1; leave it unset for one less than the cores")
         if n_batch_tokens < 1:
-            raise ConfigError(f"n_batch={n_batch_tokens} must be at least 1; leave it unset for 512")
+            raise ConfigError(f"n_batch={n_batch_tokens} must be at least 1; leave it unset ({DEFAULT_N_BATCH_TOKENS})")
         _check_gguf(self.path)
         llama_cpp = _import_llama_cpp()
-        threads = n_threads or _usable_cores()
+        threads = n_threads or _default_threads()
         try:
             self._llama: Any = llama_cpp.Llama(
                 model_path=str(self.path),
@@ -100,7 +107,7 @@ class LlamaCppModel:
             spec.target,
             n_ctx_tokens=options.get("n_ctx"),
             n_threads=options.get("n_threads"),
-            n_batch_tokens=options.get("n_batch", 512),
+            n_batch_tokens=options.get("n_batch", DEFAULT_N_BATCH_TOKENS),
             spec=str(spec),
         )
 
@@ -270,11 +277,12 @@ def _import_llama_cpp() -> Any:
     return llama_cpp
 
 
-def _usable_cores() -> int:
+def _default_threads() -> int:
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
 
 
 def _eog_checker(llama_cpp: Any, llama: Any) -> Any:
