@@ -11,21 +11,17 @@ model's raw distribution, read from the last logits after each token, so they ne
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import random
 import threading
-import weakref
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
-from datalyst.llm._errors import ContextOverflow
+from datalyst.llm._local import LocalModel
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["LlamaCppModel"]
@@ -35,12 +31,10 @@ DEFAULT_N_CTX_TOKENS = 8192
 """Context size when none is given, lowered to the model's trained context when that is shorter."""
 MIN_N_CTX_TOKENS = 64
 DEFAULT_N_BATCH_TOKENS = 512
-SEED_MODULUS = 2**31
-"""Seeds go to llama.cpp as uint32, where 0xFFFFFFFF means "random"; staying below 2**31 avoids it."""
 INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'datalyst[llamacpp]'"
 
 
-class LlamaCppModel:
+class LlamaCppModel(LocalModel):
     """A GGUF chat model loaded in process; ``await model.agenerate(messages, params)`` like any ChatModel.
 
     ``n_ctx_tokens`` None means 8192, or the trained context if shorter. ``n_threads`` None means one
@@ -59,6 +53,7 @@ class LlamaCppModel:
         n_batch_tokens: int = DEFAULT_N_BATCH_TOKENS,
         spec: str | None = None,
     ) -> None:
+        super().__init__()
         self.path = Path(path).expanduser()
         self.spec = spec or str(ModelSpec(kind=ModelKind.GGUF, target=str(self.path)))
         if n_ctx_tokens is not None and n_ctx_tokens < MIN_N_CTX_TOKENS:
@@ -94,10 +89,6 @@ class LlamaCppModel:
         """Prompt plus completion tokens that fit; more raises :class:`ContextOverflow`."""
         if n_ctx_tokens is None and trained:
             self.n_ctx_tokens = min(self.n_ctx_tokens, trained)
-        self._thread_lock = threading.Lock()
-        self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LlamaCppModel:
@@ -111,66 +102,12 @@ class LlamaCppModel:
             spec=str(spec),
         )
 
-    async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
-        """``params.n`` completions, generated one after another.
+    def _is_loaded(self) -> bool:
+        return self._llama is not None
 
-        With temperature 0 decoding is greedy, so one completion is generated and returned ``n`` times.
-        Otherwise completion ``k`` uses seed ``seed + k`` (a random base seed when ``seed`` is None).
-        """
-        cancelled = threading.Event()
-        async with self._loop_lock():
-            try:
-                return await asyncio.to_thread(self._generate_all, list(messages), params, cancelled)
-            except asyncio.CancelledError:
-                cancelled.set()  # the worker thread stops at its next token
-                raise
-
-    async def aclose(self) -> None:
-        """Free the model's memory; later calls raise ModelUnavailable."""
-        async with self._loop_lock():
-            await asyncio.to_thread(self.close)
-
-    def close(self) -> None:
-        """Free the model's memory now (waits for a generation in progress)."""
-        with self._thread_lock:
-            if self._llama is not None:
-                self._llama.close()
-                self._llama = None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def _loop_lock(self) -> asyncio.Lock:
-        """This event loop's queue for the model (callers wait here, not in worker threads)."""
-        loop = asyncio.get_running_loop()
-        lock = self._loop_locks.get(loop)
-        if lock is None:
-            lock = self._loop_locks[loop] = asyncio.Lock()
-        return lock
-
-    def _generate_all(
-        self, messages: list[ChatMessage], params: SamplingParams, cancelled: threading.Event
-    ) -> list[Completion]:
-        with self._thread_lock:
-            if self._llama is None:
-                raise ModelUnavailable(f"the model {self.spec!r} was closed; load it again with load_model")
-            prompt = self._prompt_tokens(messages)
-            if len(prompt) + params.max_tokens > self.n_ctx_tokens:
-                raise ContextOverflow(
-                    f"the prompt ({len(prompt)} tokens) plus max_tokens ({params.max_tokens}) exceed the "
-                    f"{self.n_ctx_tokens}-token context of {self.path.name}; lower max_tokens, shorten the "
-                    "messages or load the model with a larger n_ctx"
-                )
-            if params.temperature == 0:
-                greedy = self._generate_one(prompt, params, 0, cancelled)
-                return [greedy] + [greedy.model_copy(deep=True) for _ in range(params.n - 1)]
-            base_seed = params.seed if params.seed is not None else random.randrange(SEED_MODULUS)
-            return [
-                self._generate_one(prompt, params, (base_seed + k) % SEED_MODULUS, cancelled) for k in range(params.n)
-            ]
+    def _release(self) -> None:
+        self._llama.close()
+        self._llama = None
 
     def _prompt_tokens(self, messages: list[ChatMessage]) -> list[int]:
         wire = [{"role": message.role.value, "content": message.content} for message in messages]
@@ -185,10 +122,10 @@ class LlamaCppModel:
         return self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def _generate_one(
-        self, prompt: list[int], params: SamplingParams, seed: int, cancelled: threading.Event
+        self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
     ) -> Completion:
         llama = self._llama
-        llama.set_seed(seed)
+        llama.set_seed(0 if seed is None else seed)  # greedy decoding ignores it
         stops = [stop.encode("utf-8") for stop in params.stop]
         longest_stop_bytes = max((len(stop) for stop in stops), default=0)
         tokens: list[int] = []

@@ -1,0 +1,117 @@
+"""What in-process models share: one generation at a time in a worker thread, n completions by seed.
+
+A loaded model is not thread-safe and holds a lot of memory, so calls queue on a lock per event
+loop (waiting callers hold no thread) and then run one at a time under a threading lock. A
+cancelled call sets an event the backend checks after every token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Self
+
+from datalyst.errors import ModelUnavailable
+from datalyst.llm._base import ChatMessage, Completion, SamplingParams
+from datalyst.llm._errors import ContextOverflow
+
+SEED_MODULUS = 2**31
+"""Seeds stay below 2**31: llama.cpp reads them as uint32, where 0xFFFFFFFF means "random"."""
+
+
+class LocalModel:
+    """Base of the llama.cpp and transformers backends; subclasses implement the four hooks below."""
+
+    spec: str
+    n_ctx_tokens: int
+    """Prompt plus completion tokens that fit; more raises :class:`ContextOverflow`."""
+
+    def __init__(self) -> None:
+        self._thread_lock = threading.Lock()
+        self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # -- hooks
+
+    def _is_loaded(self) -> bool:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Free the weights."""
+        raise NotImplementedError
+
+    def _prompt_tokens(self, messages: list[ChatMessage]) -> list[int]:
+        raise NotImplementedError
+
+    def _generate_one(
+        self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
+    ) -> Completion:
+        """One completion; ``seed`` is None for greedy decoding."""
+        raise NotImplementedError
+
+    # -- shared
+
+    async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
+        """``params.n`` completions, generated one after another.
+
+        With temperature 0 decoding is greedy, so one completion is generated and returned ``n`` times.
+        Otherwise completion ``k`` uses seed ``seed + k`` (a random base seed when ``seed`` is None), so
+        it does not depend on ``n``.
+        """
+        cancelled = threading.Event()
+        async with self._loop_lock():
+            try:
+                return await asyncio.to_thread(self._generate_all, list(messages), params, cancelled)
+            except asyncio.CancelledError:
+                cancelled.set()  # the worker thread stops at its next token
+                raise
+
+    async def aclose(self) -> None:
+        """Free the model's memory; later calls raise ModelUnavailable."""
+        async with self._loop_lock():
+            await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Free the model's memory now (waits for a generation in progress)."""
+        with self._thread_lock:
+            if self._is_loaded():
+                self._release()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _loop_lock(self) -> asyncio.Lock:
+        """This event loop's queue for the model (callers wait here, not in worker threads)."""
+        loop = asyncio.get_running_loop()
+        lock = self._loop_locks.get(loop)
+        if lock is None:
+            lock = self._loop_locks[loop] = asyncio.Lock()
+        return lock
+
+    def _generate_all(
+        self, messages: list[ChatMessage], params: SamplingParams, cancelled: threading.Event
+    ) -> list[Completion]:
+        with self._thread_lock:
+            if not self._is_loaded():
+                raise ModelUnavailable(f"the model {self.spec!r} was closed; load it again with load_model")
+            prompt = self._prompt_tokens(messages)
+            if len(prompt) + params.max_tokens > self.n_ctx_tokens:
+                raise ContextOverflow(
+                    f"the prompt ({len(prompt)} tokens) plus max_tokens ({params.max_tokens}) exceed the "
+                    f"{self.n_ctx_tokens}-token context of {self.spec}; lower max_tokens, shorten the "
+                    "messages or load the model with a larger n_ctx"
+                )
+            if params.temperature == 0:
+                greedy = self._generate_one(prompt, params, None, cancelled)
+                return [greedy] + [greedy.model_copy(deep=True) for _ in range(params.n - 1)]
+            base_seed = params.seed if params.seed is not None else random.randrange(SEED_MODULUS)
+            return [
+                self._generate_one(prompt, params, (base_seed + k) % SEED_MODULUS, cancelled) for k in range(params.n)
+            ]

@@ -1,0 +1,318 @@
+"""Chat models run in this process by Hugging Face ``transformers`` (PyTorch), the ``hf:`` backend.
+
+``hf:PATH`` names a local model folder (``config.json``, weights, tokenizer files) or a local GGUF
+file; transformers reads GGUF through the ``gguf`` package and unpacks the weights into a dense model
+(float32 unless ``dtype`` says otherwise), so a 4-bit GGUF takes as much memory as the full-precision
+model, and loading one is slow (about 30 s for a 135M model on two cores, most of it spent parsing the
+GGUF metadata). Nothing is downloaded: every load
+passes ``local_files_only=True`` (as if ``HF_HUB_OFFLINE=1``), so a repo id only works when it is
+already in the Hugging Face cache.
+
+The prompt is rendered with the tokenizer's chat template. Sampling is plain temperature and top-p
+(the model's own generation defaults, such as top-k or a repetition penalty, are overridden);
+temperature 0 is greedy decoding. Log-probabilities are those of the model's raw distribution (from
+the unprocessed logits, before temperature and top-p), like the llama.cpp backend's.
+
+This class is also the policy that training uses: :attr:`TransformersModel.model` is the loaded
+``PreTrainedModel`` and :attr:`TransformersModel.tokenizer` its tokenizer, both public, so a trainer
+can update the weights in place and the next ``agenerate`` samples from the updated policy.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
+from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
+from datalyst.llm._local import LocalModel
+from datalyst.llm._spec import ModelKind, ModelSpec
+
+__all__ = ["TransformersModel"]
+
+GGUF_MAGIC = b"GGUF"
+DTYPES = ("float32", "bfloat16", "float16")
+DEVICES = ("cpu", "cuda", "auto")
+MIN_N_CTX_TOKENS = 64
+INSTALL_FIX = "pip install 'datalyst[hf]'"
+
+
+class TransformersModel(LocalModel):
+    """A Hugging Face chat model loaded in process; ``await model.agenerate(messages, params)`` like any ChatModel.
+
+    ``target`` is a model folder, a ``.gguf`` file or a repo id already in the local Hugging Face cache.
+    ``dtype`` is ``float32`` (the default), ``bfloat16`` or ``float16``; ``device`` is ``cpu``, ``cuda`` or
+    ``auto`` (cuda when available, the default). ``n_ctx_tokens`` caps prompt plus ``max_tokens``; None
+    means the model's maximum positions. Loading happens in the constructor.
+
+    Public attributes for training: ``model`` (the ``PreTrainedModel``, in eval mode) and ``tokenizer``.
+    Generation runs under ``torch.inference_mode()`` and a lock, so a trainer that changes the weights
+    should not do so while an ``agenerate`` call is running.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str],
+        *,
+        dtype: str | None = None,
+        device: str | None = None,
+        n_ctx_tokens: int | None = None,
+        spec: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.target = str(target)
+        self.spec = spec or str(ModelSpec(kind=ModelKind.HF, target=self.target))
+        if dtype is not None and dtype not in DTYPES:
+            raise ConfigError(f"dtype={dtype} is not supported; use one of {', '.join(DTYPES)}")
+        if device is not None and device not in DEVICES:
+            raise ConfigError(f"device={device} is not supported; use one of {', '.join(DEVICES)}")
+        if n_ctx_tokens is not None and n_ctx_tokens < MIN_N_CTX_TOKENS:
+            raise ConfigError(
+                f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
+            )
+        torch, transformers = _import_libraries()
+        self._torch = torch
+        self.device: str = _pick_device(torch, device or "auto")
+        """Where the weights live and generation runs (``cpu`` or ``cuda``)."""
+        folder, load_options = _locate(self.target)
+        self.name = Path(self.target).name or self.target
+        self.tokenizer: Any = _load_tokenizer(transformers, folder, load_options, self.target)
+        """The model's tokenizer (a ``PreTrainedTokenizerBase``), with its chat template."""
+        if not getattr(self.tokenizer, "chat_template", None):
+            where = "the GGUF metadata (tokenizer.chat_template)" if "gguf_file" in load_options else "the tokenizer"
+            raise ModelUnavailable(
+                f"model {self.target} has no chat template in {where}; use an instruct or chat model, or add "
+                "chat_template to its tokenizer_config.json"
+            )
+        self.model: Any = _load_model(transformers, torch, folder, load_options, self.target, dtype, self.device)
+        """The loaded ``PreTrainedModel`` (eval mode): the policy a trainer updates in place."""
+        self._eos_ids = _eos_ids(self.model, self.tokenizer)
+        if not self._eos_ids:
+            raise ModelUnavailable(f"model {self.target} defines no end-of-sequence token; it cannot end an answer")
+        self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self._eos_ids[0]
+        positions = _max_positions(self.model)
+        self.n_ctx_tokens: int = min(n_ctx_tokens or positions or 2**31, positions or 2**31)
+        """Prompt plus completion tokens that fit; more raises :class:`ContextOverflow`."""
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> TransformersModel:
+        """Build from ``hf:PATH_OR_REPO``; options: dtype, device (str) and n_ctx (tokens)."""
+        options = spec.check_options({"dtype": str, "device": str, "n_ctx": int})
+        return cls(
+            spec.target,
+            dtype=options.get("dtype"),
+            device=options.get("device"),
+            n_ctx_tokens=options.get("n_ctx"),
+            spec=str(spec),
+        )
+
+    def _is_loaded(self) -> bool:
+        return self.model is not None
+
+    def _release(self) -> None:
+        self.model = None
+        self.tokenizer = None
+
+    def _prompt_tokens(self, messages: list[ChatMessage]) -> list[int]:
+        wire = [{"role": message.role.value, "content": message.content} for message in messages]
+        try:
+            prompt = self.tokenizer.apply_chat_template(wire, tokenize=False, add_generation_prompt=True)
+        except Exception as exc:  # jinja2 errors and the template's own raise_exception
+            raise ConfigError(
+                f"the chat template of {self.name} rejects these messages ({exc}); "
+                "adapt the roles or order to what the model accepts"
+            ) from exc
+        # The template writes any BOS itself.
+        return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+    def _generate_one(
+        self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
+    ) -> Completion:
+        torch = self._torch
+        input_ids = torch.tensor([prompt], dtype=torch.long, device=self.device)
+        options: dict[str, Any] = {
+            "attention_mask": torch.ones_like(input_ids),
+            "max_new_tokens": params.max_tokens,
+            "eos_token_id": self._eos_ids,
+            "pad_token_id": self._pad_id,
+            "return_dict_in_generate": True,
+            "output_scores": params.logprobs,
+            "output_logits": params.logprobs,
+            "stopping_criteria": _cancel_criteria(cancelled),
+            # Plain temperature/top-p: override whatever the model's generation_config adds.
+            "repetition_penalty": 1.0,
+        }
+        if params.temperature == 0:
+            options |= {"do_sample": False, "temperature": 1.0, "top_p": 1.0}
+        else:
+            sampling = {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0, "min_p": None}
+            options |= {"do_sample": True, **sampling}
+        if params.stop:
+            options |= {"stop_strings": list(params.stop), "tokenizer": self.tokenizer}
+        devices = [self.device] if self.device == "cuda" else []
+        try:
+            with torch.random.fork_rng(devices=devices), torch.inference_mode():
+                if seed is not None:
+                    torch.manual_seed(seed)
+                result = self.model.generate(input_ids, **options)
+        except (RuntimeError, ValueError) as exc:
+            raise ModelResponseError(
+                f"transformers failed while generating with {self.name} ({exc}); retry, or lower max_tokens"
+            ) from exc
+        new_tokens = result.sequences[0, len(prompt) :].tolist()
+        finish_reason = "length"
+        for index, token in enumerate(new_tokens):
+            if token in self._eos_ids:
+                new_tokens, finish_reason = new_tokens[:index], "stop"
+                break
+        text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
+        cut = _first_stop(text, params.stop)
+        if cut is not None:
+            text, finish_reason = text[:cut], "stop"
+        elif cancelled.is_set():
+            finish_reason = "cancelled"
+        logprobs = self._logprobs(result, new_tokens) if params.logprobs else None
+        return Completion(
+            text=text,
+            finish_reason=finish_reason,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(new_tokens),
+            logprobs=logprobs,
+        )
+
+    def _logprobs(self, result: Any, tokens: list[int]) -> list[TokenLogprob]:
+        """log p(token) for each generated token under the model's raw (unprocessed) distribution."""
+        # output_logits holds the raw logits; scores are after temperature/top-p, used only as a fallback.
+        steps = getattr(result, "logits", None) or result.scores
+        scores = self.model.compute_transition_scores(result.sequences, steps, normalize_logits=True)
+        values = scores[0, : len(tokens)].float().tolist()
+        return [
+            TokenLogprob(token=self.tokenizer.decode([token]), logprob=min(0.0, float(value)))
+            for token, value in zip(tokens, values, strict=True)
+        ]
+
+
+def _first_stop(text: str, stops: Sequence[str]) -> int | None:
+    """Where the earliest stop string starts in ``text``, or None."""
+    found = [position for stop in stops if stop and (position := text.find(stop)) >= 0]
+    return min(found, default=None)
+
+
+def _import_libraries() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"hf: models need the Python packages 'torch' and 'transformers' ({exc}); {INSTALL_FIX}"
+        ) from exc
+    return torch, transformers
+
+
+def _pick_device(torch: Any, device: str) -> str:
+    available = torch.cuda.is_available()
+    if device == "cuda" and not available:
+        raise ModelUnavailable("device=cuda was asked for but torch sees no CUDA GPU; use device=cpu or auto")
+    if device == "auto":
+        return "cuda" if available else "cpu"
+    return device
+
+
+def _locate(target: str) -> tuple[str, dict[str, Any]]:
+    """The folder or repo id for ``from_pretrained`` and the options that go with it."""
+    path = Path(target).expanduser()
+    options: dict[str, Any] = {"local_files_only": True}
+    if path.is_file():
+        _check_gguf(path)
+        return str(path.parent), options | {"gguf_file": path.name}
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelUnavailable(
+                f"model folder {path} has no config.json; give a Hugging Face model folder or a .gguf file"
+            )
+        return str(path), options
+    looks_like_path = target.startswith(("/", ".", "~")) or target.endswith(".gguf") or target.count("/") != 1
+    if looks_like_path:
+        raise ModelUnavailable(f"model {path} does not exist; give the path of a model folder or a .gguf file")
+    return target, options  # a repo id: found only if already in the local Hugging Face cache
+
+
+def _check_gguf(path: Path) -> None:
+    try:
+        with path.open("rb") as file:
+            magic = file.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        raise ModelUnavailable(f"model file {path} cannot be read ({exc}); check its permissions") from exc
+    if magic != GGUF_MAGIC:
+        raise ModelUnavailable(
+            f"{path} is neither a GGUF file (it starts with {magic!r}) nor a folder; give a Hugging Face "
+            "model folder or a .gguf file"
+        )
+
+
+def _not_found(target: str, exc: Exception) -> ModelUnavailable:
+    if Path(target).expanduser().exists():
+        return ModelUnavailable(f"transformers cannot load {target} ({exc}); check that the files are complete")
+    return ModelUnavailable(
+        f"model {target!r} is not on this machine and the Hugging Face hub is not reachable from datalyst "
+        f"(it loads with local_files_only=True); download the model elsewhere and give its local path ({exc})"
+    )
+
+
+def _load_tokenizer(transformers: Any, folder: str, options: dict[str, Any], target: str) -> Any:
+    try:
+        return transformers.AutoTokenizer.from_pretrained(folder, **options)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise _not_found(target, exc) from exc
+
+
+def _load_model(
+    transformers: Any, torch: Any, folder: str, options: dict[str, Any], target: str, dtype: str | None, device: str
+) -> Any:
+    # transformers before 4.56 names the argument torch_dtype (and would take dtype= for a config field).
+    major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
+    dtype_argument = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+    extra: dict[str, Any] = {dtype_argument: getattr(torch, dtype or "float32")}
+    gguf_config = getattr(transformers, "GgufConfig", None)
+    if "gguf_file" in options and gguf_config is not None:
+        # Newer transformers may keep GGUF weights packed (not trainable); the policy needs dense weights.
+        extra["quantization_config"] = gguf_config(dequantize=True)
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder, **extra, **options)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise _not_found(target, exc) from exc
+    return model.to(device).eval()
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """Tokens that end an answer: the generation config's EOS ids plus the tokenizer's EOS."""
+    configured = model.generation_config.eos_token_id
+    ids = configured if isinstance(configured, list) else [configured]
+    ids = [token for token in ids if token is not None]
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids
+
+
+def _max_positions(model: Any) -> int | None:
+    config = model.config
+    getter = getattr(config, "get_text_config", None)
+    config = getter() if getter else config
+    value = getattr(config, "max_position_embeddings", None)
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def _cancel_criteria(cancelled: threading.Event) -> Any:
+    """A stopping criterion that ends generation once ``cancelled`` is set."""
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            import torch
+
+            return torch.full((input_ids.shape[0],), cancelled.is_set(), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Cancelled()])
