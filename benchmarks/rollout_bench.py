@@ -1,6 +1,9 @@
 """Rollout throughput: 64 concurrent trajectories against a model that takes a fixed time per call.
 
-    python benchmarks/rollout_bench.py [--trajectories 64] [--concurrency 64] [--latency-s 0.5]
+    python benchmarks/rollout_bench.py [--trajectories 256] [--concurrency 64] [--latency-s 0.5]
+
+By default 256 trajectories flow through 64 slots, which is the steady state of a sampling or RL
+rollout; ``--trajectories 64`` measures a single wave that starts all at once (see BENCHMARKS.md).
 
 The model is a scripted replay backend that waits ``--latency-s`` per call (an inference server
 that is never the bottleneck); every code turn runs for real in the sandbox. The ideal throughput
@@ -64,7 +67,7 @@ async def run(n: int, concurrency: int, latency_s: float, out_dir: str) -> tuple
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trajectories", type=int, default=64)
+    parser.add_argument("--trajectories", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-s", type=float, default=0.5)
     args = parser.parse_args()
