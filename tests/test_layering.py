@@ -15,6 +15,7 @@ ALLOWED = {
     "llm": set(),
     "tasks": {"data"},
     "agent": {"llm", "sandbox", "data", "tasks"},
+    "judge": {"llm"},
     "cli": {"data", "sandbox", "llm", "tasks", "agent"},
 }
 
