@@ -21,12 +21,11 @@ import numpy as np
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
-from datalyst.llm._local import LocalModel
+from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["LlamaCppModel"]
 
-GGUF_MAGIC = b"GGUF"
 DEFAULT_N_CTX_TOKENS = 8192
 """Context size when none is given, lowered to the model's trained context when that is shorter."""
 MIN_N_CTX_TOKENS = 64
@@ -192,12 +191,7 @@ def _check_gguf(path: Path) -> None:
     if not path.is_file():
         where = "is a folder" if path.is_dir() else "does not exist"
         raise ModelUnavailable(f"GGUF model {path} {where}; give the path of a .gguf file")
-    try:
-        with path.open("rb") as file:
-            magic = file.read(len(GGUF_MAGIC))
-    except OSError as exc:
-        raise ModelUnavailable(f"GGUF model {path} cannot be read ({exc}); check its permissions") from exc
-    if magic != GGUF_MAGIC:
+    if (magic := file_signature(path)) != GGUF_MAGIC:
         raise ModelUnavailable(
             f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF'); "
             "convert the model with llama.cpp's convert_hf_to_gguf.py or download a .gguf"

@@ -12,14 +12,25 @@ import random
 import threading
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Self
 
 from datalyst.errors import ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams
 from datalyst.llm._errors import ContextOverflow
 
+GGUF_MAGIC = b"GGUF"
 SEED_MODULUS = 2**31
 """Seeds stay below 2**31: llama.cpp reads them as uint32, where 0xFFFFFFFF means "random"."""
+
+
+def file_signature(path: Path) -> bytes:
+    """The first bytes of a model file, to tell a GGUF (``GGUF_MAGIC``) from anything else."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        raise ModelUnavailable(f"model file {path} cannot be read ({exc}); check its permissions") from exc
 
 
 class LocalModel:

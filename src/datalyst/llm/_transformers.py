@@ -28,12 +28,11 @@ from typing import Any
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
-from datalyst.llm._local import LocalModel
+from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["TransformersModel"]
 
-GGUF_MAGIC = b"GGUF"
 DTYPES = ("float32", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda", "auto")
 MIN_N_CTX_TOKENS = 64
@@ -241,12 +240,7 @@ def _locate(target: str) -> tuple[str, dict[str, Any]]:
 
 
 def _check_gguf(path: Path) -> None:
-    try:
-        with path.open("rb") as file:
-            magic = file.read(len(GGUF_MAGIC))
-    except OSError as exc:
-        raise ModelUnavailable(f"model file {path} cannot be read ({exc}); check its permissions") from exc
-    if magic != GGUF_MAGIC:
+    if (magic := file_signature(path)) != GGUF_MAGIC:
         raise ModelUnavailable(
             f"{path} is neither a GGUF file (it starts with {magic!r}) nor a folder; give a Hugging Face "
             "model folder or a .gguf file"
