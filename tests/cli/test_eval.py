@@ -83,3 +83,19 @@ def test_eval_errors_are_one_line(datalyst, tmp_path):
     assert done.returncode == 2 and "no config.json" in done.stderr
     done = datalyst("eval", "compare", str(tmp_path), str(tmp_path))
     assert done.returncode == 2 and "no verdicts.jsonl" in done.stderr
+
+
+def test_eval_report_uses_the_runs_own_judge_model(datalyst, replay_spec, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "m", "question": "Which region sells most?", "judge": "llm", "answer": "West"}))
+    judge = tmp_path / "judge.jsonl"
+    judge.write_text(json.dumps("<thought>Same region.</thought><score>1</score>") + "\n")
+    out = tmp_path / "run"
+    agent = replay_spec(["<think>known</think>\n<answer>The West region</answer>"])
+    args = ["--bench", "tasks", "--bench-path", str(tasks), "--model", agent, "--out", str(out), "--trials", "1"]
+    done = datalyst("eval", "run", *args, "--judge-model", f"replay:{judge}")
+    assert done.returncode == 0, done.stderr
+    assert "| datamind | 1/1 | 100.0 [" in done.stdout
+    reported = datalyst("eval", "report", str(out))  # the judge comes from the run's config.json
+    assert reported.returncode == 0, reported.stderr
+    assert "| datamind | 1/1 | 100.0 [" in reported.stdout

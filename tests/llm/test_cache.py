@@ -28,7 +28,7 @@ def test_second_identical_request_is_a_hit(tmp_path):
     assert run(model, SamplingParams()) == ["41.5"]
     assert (model.hits, model.misses) == (1, 1)
     assert len(entries(tmp_path)) == 1
-    assert not list(tmp_path.rglob(".tmp-*"))
+    assert not list(tmp_path.rglob("*.tmp"))
 
 
 def test_entries_outlive_the_instance(tmp_path):

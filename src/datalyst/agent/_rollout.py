@@ -30,6 +30,7 @@ from rich.progress import (
 from datalyst import __version__
 from datalyst.agent._loop import Agent
 from datalyst.agent._trajectory import Termination, Trajectory
+from datalyst.files import write_atomic
 from datalyst.provenance import git_revision
 from datalyst.tasks import Task
 
@@ -176,6 +177,4 @@ def _write_manifest(out_path: Path, agent: Agent, **settings: int) -> None:
         **settings,
     }
     manifest_path = out_path.with_name(out_path.name + ".manifest.json")
-    tmp = manifest_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2))
-    tmp.replace(manifest_path)
+    write_atomic(manifest_path, json.dumps(manifest, indent=2))

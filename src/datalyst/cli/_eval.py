@@ -125,12 +125,15 @@ def _parse_shard(text: str | None) -> tuple[int, int] | None:
 def report_command(
     run: Annotated[Path, typer.Argument(help="A run folder made by `datalyst eval run`.", show_default=False)],
     judge_model: Annotated[
-        str | None, typer.Option(help="Model spec of the judge for tasks judged by a model.")
+        str | None,
+        typer.Option(help="Model spec of the judge for tasks judged by a model (default: the run's own judge)."),
     ] = None,
 ) -> None:
     """Judge the trajectories a run has so far and rewrite its reports, without running anything."""
-    if not (run / "config.json").is_file():
+    config_path = run / "config.json"
+    if not config_path.is_file():
         raise ConfigError(f"{run} has no config.json; is it a run folder made by `datalyst eval run`?")
+    judge_model = judge_model or EvalConfig.model_validate_json(config_path.read_text()).judge_model
     judge = load_model(judge_model) if judge_model else None
     try:
         report = score_run(run, judge_model=judge)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from datalyst.agent import Trajectory, to_html
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._metrics import Behaviour, PassRates, behaviour, pass_rates
 from datalyst.eval._verdicts import Verdict, tablebench_prediction
+from datalyst.files import write_atomic
 from datalyst.judge import score_responses, score_tablebench
 from datalyst.provenance import git_revision
 from datalyst.tasks import Task
@@ -152,15 +154,14 @@ def write_reports(
     report: EvalReport, trajectories: Sequence[Trajectory], verdicts: Sequence[Verdict], out_dir: Path
 ) -> None:
     """``report.json``, ``report.md``, ``chart.png`` and one HTML page per failed trajectory."""
-    (out_dir / "report.json").write_text(report.model_dump_json(indent=2))
-    (out_dir / "report.md").write_text(render_markdown(report))
+    write_atomic(out_dir / "report.json", report.model_dump_json(indent=2))
+    write_atomic(out_dir / "report.md", render_markdown(report))
     draw_chart(report, out_dir / "chart.png")
     by_id = {(t.dialect, t.id): t for t in trajectories}
     for verdict in verdicts:
         page = out_dir / failure_page(verdict)
         if not verdict.correct and not page.exists():
-            page.parent.mkdir(parents=True, exist_ok=True)
-            page.write_text(to_html(by_id[verdict.dialect, verdict.trajectory_id]))
+            write_atomic(page, to_html(by_id[verdict.dialect, verdict.trajectory_id]))
 
 
 def render_markdown(report: EvalReport) -> str:
@@ -278,5 +279,7 @@ def draw_chart(report: EvalReport, path: Path) -> None:
     axes.set_title(f"{report.config.bench}: {report.config.model}")
     axes.legend(fontsize="small", ncols=len(report.dialects))
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=100)
     plt.close(figure)
+    write_atomic(path, png.getvalue())

@@ -17,6 +17,7 @@ from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._report import EvalReport, build_report, write_reports
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
+from datalyst.files import write_atomic
 from datalyst.judge import LLMJudge
 from datalyst.llm import ChatModel
 from datalyst.tasks import Task, read_tasks, stratified_subset, write_tasks
@@ -52,7 +53,7 @@ def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
         tasks = stratified_subset(tasks, config.subset, seed=config.seed, by=config.stratify_by)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_tasks(tasks, tasks_path)
-    config_path.write_text(config.model_dump_json(indent=2))
+    write_atomic(config_path, config.model_dump_json(indent=2))
     return tasks
 
 
@@ -103,8 +104,7 @@ def score_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> E
     trajectories = [t for dialect in config.dialects for t in _dialect_trajectories(out_dir, dialect)]
     llm_judge = LLMJudge(judge_model) if judge_model is not None else None
     verdicts = asyncio.run(ajudge_trajectories(trajectories, llm_judge=llm_judge))
-    with (out_dir / "verdicts.jsonl").open("w") as f:
-        f.writelines(v.model_dump_json() + "\n" for v in verdicts)
+    write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
     report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts)
     write_reports(report, trajectories, verdicts, out_dir)
     return report

@@ -17,8 +17,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from datalyst.files import write_atomic
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, SamplingParams
 
 __all__ = ["CachedModel", "cache_key", "is_cacheable"]
@@ -110,18 +109,8 @@ class CachedModel:
         return entry.completions
 
     def _write(self, key: str, entry: _Entry) -> None:
-        path = self.path_for(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # A unique temporary name in the same directory, then an atomic rename: readers in any
-        # process see either no entry or a whole one. No fsync: a lost entry is only a cache miss.
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(entry.model_dump_json())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        # Readers in any process see either no entry or a whole one. No fsync: a lost entry is only a miss.
+        write_atomic(self.path_for(key), entry.model_dump_json())
 
 
 def cache_key(spec: str, messages: Sequence[ChatMessage], params: SamplingParams) -> str:

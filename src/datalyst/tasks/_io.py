@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from datalyst.errors import DataFileError
+from datalyst.files import write_atomic
 from datalyst.jsonl import read_records
 from datalyst.tasks._task import Task
 
@@ -35,10 +36,4 @@ def read_tasks(path: str | Path) -> list[Task]:
 
 def write_tasks(tasks: Iterable[Task], path: str | Path) -> None:
     """Write ``tasks`` as JSONL (replacing ``path`` atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for task in tasks:
-            f.write(task.model_dump_json(exclude_defaults=True) + "\n")
-    tmp.replace(path)
+    write_atomic(path, "".join(task.model_dump_json(exclude_defaults=True) + "\n" for task in tasks))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from datalyst.errors import DataFileError
+from datalyst.files import write_atomic
 from datalyst.jsonl import read_records
 from datalyst.paths import cache_dir
 from datalyst.tasks._task import Task
@@ -44,21 +43,14 @@ def tablebench_csv(record: dict, path: Path) -> str:
 
 
 def _write_if_changed(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` through a temporary file and a rename; leave an identical file alone."""
+    """Write ``text`` to ``target`` atomically; leave an identical file alone."""
     data = text.encode("utf-8")
     try:
         if target.read_bytes() == data:
             return
     except OSError:
         pass
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(target, data)
 
 
 def _check_record(record: dict, path: Path, seen: set[str]) -> str:

@@ -1,0 +1,26 @@
+"""Writing a file so that readers, and other writers, only ever see a whole one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` to a unique temporary file beside ``path``, then rename it into place.
+
+    The rename is atomic on every OS, so a crash never leaves half a file and two processes writing
+    the same path at once each leave a whole one (the last rename wins). Parent folders are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(payload)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
