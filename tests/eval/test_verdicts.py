@@ -31,9 +31,9 @@ def trajectory(task: Task, answer: str | None, sample: int = 0) -> Trajectory:
     )
 
 
-def test_dabench_gives_partial_credit_and_names_the_wrong_sub_answers():
+def test_dabench_needs_every_sub_answer_and_names_the_wrong_ones():
     task = Task(id="6", question="?", judge="dabench", answer={"a": "1.50", "b": "x", "c": "3"})
-    assert judge_answer(task, "@a[1.5000000001] @b[x] @c[4]") == (pytest.approx(2 / 3), "wrong: c")
+    assert judge_answer(task, "@a[1.5000000001] @b[x] @c[4]") == (0.0, "wrong: c")
     assert judge_answer(task, "@a[1.50]@b[x]@c[3]") == (1.0, None)
     assert judge_answer(task, "no format at all")[0] == 0.0
 

@@ -182,7 +182,7 @@ def render_markdown(report: EvalReport) -> str:
         "(`done` counts trajectories; an unfinished run is resumed by running the same command again).",
         "",
         f"| dialect | done | pass@1 |{f' pass@{k} |' if k > 1 else ''} mean turns | void turns | exec errors | "
-        "answered | s / task |",
+        "answered | s / trajectory |",
         "|---|---|---|" + ("---|" if k > 1 else "") + "---|---|---|---|---|",
     ]
     for d in report.dialects:

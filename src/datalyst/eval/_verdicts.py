@@ -32,7 +32,7 @@ class Verdict(BaseModel):
     trial: int
     answered: bool
     score: float
-    """In [0, 1]: 1 or 0 for most judges; the share of right sub-answers (DABench) or ROUGE-L F."""
+    """In [0, 1]: 1 or 0 (for DABench, 1 only when every sub-answer is right); ROUGE-L F for TableBench."""
     correct: bool
     detail: str | None = None
     """What the judge saw: wrong sub-answers, an SQL error, the judge model's reasoning."""
@@ -49,8 +49,7 @@ def judge_answer(task: Task, answer: str) -> tuple[float, str | None]:
         gold = task.answer if isinstance(task.answer, dict) else {}
         correctness = judge_sub_answers(answer, {name: str(value) for name, value in gold.items()})
         wrong = [name for name, right in correctness.items() if not right]
-        score = 1 - len(wrong) / len(gold) if gold else 0.0
-        return score, f"wrong: {', '.join(wrong)}" if wrong else None
+        return float(bool(gold) and not wrong), f"wrong: {', '.join(wrong)}" if wrong else None
     if task.judge == "tablebench":
         return tablebench_item_score(tablebench_prediction(answer), str(task.answer), task.subcategory or ""), None
     if task.judge in ("sql", "csv"):
