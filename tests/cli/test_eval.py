@@ -81,6 +81,11 @@ def test_eval_errors_are_one_line(datalyst, tmp_path):
     assert done.returncode == 2 and "cannot read" in done.stderr
     done = datalyst("eval", "report", str(tmp_path))
     assert done.returncode == 2 and "no config.json" in done.stderr
+    (tmp_path / "config.json").write_text('{"bench": "dabench"}')  # damaged or from another tool
+    done = datalyst("eval", "report", str(tmp_path))
+    assert done.returncode == 2 and "is not a run's settings" in done.stderr and "Traceback" not in done.stderr
+    done = datalyst("eval", "run", "--bench", "dabench", "--model", "replay:/none", "--out", str(tmp_path))
+    assert done.returncode == 2 and "is not a run's settings" in done.stderr and "Traceback" not in done.stderr
     done = datalyst("eval", "compare", str(tmp_path), str(tmp_path))
     assert done.returncode == 2 and "no verdicts.jsonl" in done.stderr
 

@@ -21,6 +21,7 @@ from datalyst.eval import (
     compare_runs,
     parse_pot_rows,
     prepare_run,
+    read_config,
     render_markdown,
     run_eval,
     score_run,
@@ -130,10 +131,7 @@ def report_command(
     ] = None,
 ) -> None:
     """Judge the trajectories a run has so far and rewrite its reports, without running anything."""
-    config_path = run / "config.json"
-    if not config_path.is_file():
-        raise ConfigError(f"{run} has no config.json; is it a run folder made by `datalyst eval run`?")
-    judge_model = judge_model or EvalConfig.model_validate_json(config_path.read_text()).judge_model
+    judge_model = judge_model or read_config(run).judge_model
     judge = load_model(judge_model) if judge_model else None
     try:
         report = score_run(run, judge_model=judge)

@@ -37,13 +37,24 @@ def trajectory_files(out_dir: Path, dialect: str) -> list[Path]:
     return sorted(p for p in folder.glob(f"{dialect}*.jsonl") if p.name.split(".")[0] == dialect)
 
 
+def read_config(out_dir: str | Path) -> EvalConfig:
+    """The settings stored in a run folder's ``config.json`` (one-line error when missing or damaged)."""
+    path = Path(out_dir) / "config.json"
+    try:
+        return EvalConfig.model_validate_json(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{out_dir} has no config.json; is it a run folder made by `datalyst eval run`?") from None
+    except (OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise ConfigError(f"{path} is not a run's settings ({reason}); use a new --out or restore the file") from None
+
+
 def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
     """Create or reopen the run folder and return its tasks; refuse a folder made differently."""
     out_dir = Path(out_dir)
     config_path, tasks_path = out_dir / "config.json", out_dir / "tasks.jsonl"
     if config_path.exists():
-        earlier = EvalConfig.model_validate_json(config_path.read_text())
-        if changed := earlier.changed_settings(config):
+        if changed := read_config(out_dir).changed_settings(config):
             raise ConfigError(
                 f"{out_dir} holds a run made with other settings ({', '.join(changed)}); use a new --out to change them"
             )
@@ -100,7 +111,7 @@ def run_eval(
 def score_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> EvalReport:
     """Judge the run's trajectories (those written so far) and write its reports."""
     out_dir = Path(out_dir)
-    config = EvalConfig.model_validate_json((out_dir / "config.json").read_text())
+    config = read_config(out_dir)
     trajectories = [t for dialect in config.dialects for t in _dialect_trajectories(out_dir, dialect)]
     llm_judge = LLMJudge(judge_model) if judge_model is not None else None
     verdicts = asyncio.run(ajudge_trajectories(trajectories, llm_judge=llm_judge))
