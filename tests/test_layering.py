@@ -15,7 +15,7 @@ ALLOWED = {
     "llm": set(),
     "tasks": {"data"},
     "agent": {"llm", "sandbox", "data", "tasks"},
-    "judge": {"llm"},
+    "judge": {"llm", "tasks"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "eval"},
 }
