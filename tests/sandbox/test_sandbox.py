@@ -163,3 +163,20 @@ def test_screened_code_is_refused_with_a_readable_message(sales):
         assert result.error.ename == "SandboxViolation"
         assert "Refused before running (line 1): import of subprocess" in result.render()
         assert sb.run_python("print('fine')").stdout == "fine\n"
+
+
+@pytest.mark.timeout(60)
+def test_a_session_goes_on_with_writers_left_running_by_a_cell():
+    spam = (  # threads that write faster than the host reads, and never stop
+        "import os, threading\n"
+        "print('started')\n"
+        "def spam():\n"
+        "    while True:\n"
+        "        os.write(1, b'x' * 65536)\n"
+        "for _ in range(4):\n"
+        "    threading.Thread(target=spam, daemon=True).start()\n"
+    )
+    with Sandbox(limits=Limits(wall_s=5, max_output_chars=1000)) as sb:
+        result = sb.run_python(spam)
+        assert result.ok and result.stdout.startswith("started")
+        assert sb.run_python("print('next')").ok

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from datalyst.sandbox import screen
@@ -25,12 +27,6 @@ DATA = ["/work/sales.csv", "/work/shop.sqlite"]
         ("import ctypes", "ctypes can corrupt"),
         ("__import__('ctypes')", "ctypes"),
         ("name = input('value? ')", "input() would wait forever"),
-        ("open('sales.csv', 'w').write('')", "writing to a data file"),
-        ("open('./sales.csv', mode='a')", "writing to a data file"),
-        ("df.to_csv('sales.csv')", "to_csv() on a data file"),
-        ("import os\nos.remove('shop.sqlite')", "remove() on a data file"),
-        ("from pathlib import Path\nPath('sales.csv').unlink()", "unlink() on a data file"),
-        ("import shutil\nshutil.move('sales.csv', 'x.csv')", "move() on a data file"),
     ],
 )
 def test_unsafe_code_is_refused(code, fragment):
@@ -55,3 +51,120 @@ def test_unsafe_code_is_refused(code, fragment):
 )
 def test_ordinary_analysis_passes(code):
     assert screen(code, DATA) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [
+        ("open('sales.csv', 'w').write('')", "open() on the data file sales.csv"),
+        ("open('./sales.csv', mode='a')", "open() on the data file sales.csv"),
+        ("open(file='sales.csv', mode='r+')", "open() on the data file sales.csv"),
+        ("import os\nwith open(os.path.join('.', 'sales.csv'), 'a') as f:\n    pass", "open() on the data file"),
+        ("import os\nos.open('sales.csv', os.O_WRONLY | os.O_TRUNC)", "open() on the data file sales.csv"),
+        ("from pathlib import Path\nPath('sales.csv').open('w')", "open() on the data file sales.csv"),
+        ("df.to_csv('sales.csv')", "to_csv() on the data file sales.csv"),
+        ("df.to_csv(path_or_buf='sales.csv', index=False)", "to_csv() on the data file sales.csv"),
+        ("pd.read_csv('sales.csv').to_csv('./sales.csv')", "to_csv() on the data file sales.csv"),
+        ("df.to_excel(excel_writer='/work/sales.csv')", "to_excel() on the data file sales.csv"),
+        ("import matplotlib.pyplot as plt\nplt.savefig('sales.csv')", "savefig() on the data file sales.csv"),
+        ("fig.savefig(fname=f'{folder}/sales.csv')", "savefig() on the data file sales.csv"),
+        ("import numpy as np\nnp.save('sales.csv', [1])", "save() on the data file sales.csv"),
+        ("import os\nos.remove('shop.sqlite')", "remove() on the data file shop.sqlite"),
+        ("import os\nos.unlink('./shop.sqlite')", "unlink() on the data file shop.sqlite"),
+        ("from os import remove as rm\nrm('sales.csv')", "rm() on the data file sales.csv"),
+        ("import os\nos.rename('sales.csv', 'old.csv')", "rename() on the data file sales.csv"),
+        ("import os\nos.rename('new.csv', dst='sales.csv')", "rename() on the data file sales.csv"),
+        ("import os\nos.replace('new.csv', 'sales.csv')", "replace() on the data file sales.csv"),
+        ("import os\nos.truncate('sales.csv', 0)", "truncate() on the data file sales.csv"),
+        ("import shutil\nshutil.move('sales.csv', 'x.csv')", "move() on the data file sales.csv"),
+        ("import shutil\nshutil.copy('other.csv', 'sales.csv')", "copy() on the data file sales.csv"),
+        ("from pathlib import Path\nPath('sales.csv').unlink()", "unlink() on the data file sales.csv"),
+        ("from pathlib import Path\nPath('sales.csv').write_text('')", "write_text() on the data file sales.csv"),
+        ("from pathlib import Path\n(Path('.') / 'sales.csv').unlink()", "unlink() on the data file sales.csv"),
+        ("from pathlib import Path\nPath('sales.csv').rename('x.csv')", "rename() on the data file sales.csv"),
+        ("from pathlib import Path\nPath('x.csv').rename('sales.csv')", "rename() on the data file sales.csv"),
+    ],
+)
+def test_writes_to_data_files_are_refused(code, fragment):
+    problem = screen(code, DATA)
+    assert problem is not None and fragment in problem
+    assert problem.endswith("the input data files are read-only; write results to a new file name instead.")
+
+
+# Ordinary cells (pandas, numpy, matplotlib, scipy, scikit-learn, statsmodels, seaborn) of the kind models write about sales.csv: none may be refused.
+ORDINARY_CELLS = [
+    "import pandas as pd\ndf = pd.read_csv('sales.csv')\ndf.head()",
+    "import pandas as pd\ndf = pd.read_csv('sales.csv').rename(columns={'unit_price': 'price'})\ndf.columns",
+    "df = pd.read_csv('sales.csv').rename(columns=str.lower).rename(columns=lambda c: c.strip())",
+    "df = pd.read_csv('./sales.csv', parse_dates=['date']).rename(columns={'date': 'day'})",
+    "pd.read_csv('sales.csv').rename(index=str).to_csv('renamed.csv', index=False)",
+    "pd.read_csv('sales.csv').to_csv('copy_of_sales.csv')",
+    "df.to_csv('out.csv')",
+    "df.to_csv('out.csv', index=False)",
+    "df.to_csv(path_or_buf='summary.csv', sep=';')",
+    "df[df['region'] == 'West'].to_csv('west_sales.csv', index=False)",
+    "df.assign(source='sales.csv').to_csv('tagged.csv')",
+    "pd.read_csv('sales.csv').groupby('region')['revenue'].sum().to_csv('revenue_by_region.csv')",
+    "df.to_excel('report.xlsx', sheet_name='sales.csv')",
+    "df.to_json('sales.json', orient='records')",
+    "df.to_parquet('sales.parquet')",
+    "print(df.to_string())",
+    "print(df.head().to_markdown() if hasattr(df, 'to_markdown') else df.head())",
+    "df.groupby('region')['revenue'].sum().sort_values(ascending=False)",
+    "df.groupby(['region', 'product']).agg(units=('units', 'sum'), revenue=('revenue', 'mean')).reset_index()",
+    "pivot = df.pivot_table(index='region', columns='product', values='revenue', aggfunc='sum')\npivot.round(1)",
+    "monthly = df.set_index(pd.to_datetime(df['date'])).resample('M')['revenue'].sum()\nmonthly.tail()",
+    "regions = pd.DataFrame({'region': ['West', 'East'], 'manager': ['Ann', 'Bo']})\nmerged = df.merge(regions, on='region', how='left')\nmerged.head()",
+    "df2 = pd.read_csv('sales.csv')\ncombined = pd.concat([df, df2], ignore_index=True)\nlen(combined)",
+    "df['revenue_share'] = df['revenue'] / df['revenue'].sum()\ndf.nlargest(5, 'revenue_share')",
+    "df['region'] = df['region'].str.replace('sales.csv', '', regex=False).str.strip()",
+    "name = 'sales.csv'\nstem = name.replace('.csv', '')\nprint(stem.upper())",
+    "files = ['sales.csv', 'notes.txt']\nfiles.remove('sales.csv')\nprint(files)",
+    "import os\nprint(os.listdir('.'))\nprint(os.path.getsize('sales.csv'))",
+    "import os\nprint(os.path.exists('sales.csv'), os.path.splitext('sales.csv'))",
+    "from pathlib import Path\nprint(Path('sales.csv').read_text()[:200])",
+    "from pathlib import Path\nprint(Path('sales.csv').stat().st_size, Path('sales.csv').suffix)",
+    "with open('sales.csv') as f:\n    header = f.readline()\nprint(header)",
+    "with open('sales.csv', 'r', encoding='utf-8') as f:\n    n = sum(1 for _ in f)\nprint(n)",
+    "with open('notes.txt', 'w') as f:\n    f.write('source: sales.csv\\n')",
+    "with open('log.txt', 'a') as f:\n    print('read sales.csv', file=f)",
+    "import shutil\nshutil.copy('sales.csv', 'sales_backup.csv')",
+    "import os\nos.makedirs('out', exist_ok=True)\ndf.to_csv(os.path.join('out', 'clean.csv'))",
+    "import os\nos.rename('out.csv', 'final.csv')",
+    "import os\nif os.path.exists('tmp.csv'):\n    os.remove('tmp.csv')",
+    "import numpy as np\nx = df['revenue'].to_numpy()\nprint(np.mean(x), np.std(x, ddof=1), np.percentile(x, [25, 50, 75]))",
+    "import numpy as np\nnp.save('revenue.npy', df['revenue'].to_numpy())\nnp.savetxt('units.txt', df['units'].to_numpy())",
+    "import numpy as np\nq1, q3 = np.percentile(df['units'], [25, 75])\niqr = q3 - q1\noutliers = df[(df['units'] < q1 - 1.5 * iqr) | (df['units'] > q3 + 1.5 * iqr)]\nlen(outliers)",
+    "import numpy as np\ncorr = np.corrcoef(df['units'], df['revenue'])[0, 1]\nround(corr, 3)",
+    "import matplotlib.pyplot as plt\ndf.groupby('region')['revenue'].sum().plot(kind='bar')\nplt.title('Revenue by region (sales.csv)')\nplt.savefig('fig.png')",
+    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(8, 4))\nax.hist(df['units'], bins=20)\nfig.savefig('units_hist.png', dpi=100)\nplt.close(fig)",
+    "import matplotlib.pyplot as plt\nplt.scatter(df['units'], df['revenue'])\nplt.xlabel('units')\nplt.savefig(fname='scatter.png')",
+    "import matplotlib.pyplot as plt\nax = df.plot(x='date', y='revenue')\nax.figure.savefig('trend.png')",
+    "import matplotlib.pyplot as plt\nfig = plt.figure()\nplt.plot([1, 2, 3])\nplt.savefig('sales.png')",
+    "from scipy import stats\nstat, p = stats.shapiro(df['revenue'])\nprint(f'W={stat:.3f}, p={p:.4f}')",
+    "from scipy import stats\nr, p = stats.pearsonr(df['units'], df['revenue'])\nprint(round(r, 3), round(p, 4))",
+    "from scipy.stats import ttest_ind\nwest = df[df.region == 'West'].revenue\neast = df[df.region == 'East'].revenue\nttest_ind(west, east, equal_var=False)",
+    "from sklearn.linear_model import LinearRegression\nmodel = LinearRegression().fit(df[['units']], df['revenue'])\nprint(model.coef_, model.intercept_)",
+    "from sklearn.model_selection import train_test_split\nX_train, X_test, y_train, y_test = train_test_split(df[['units']], df['revenue'], test_size=0.2, random_state=0)",
+    "import statsmodels.api as sm\nX = sm.add_constant(df[['units']])\nprint(sm.OLS(df['revenue'], X).fit().summary())",
+    "import seaborn as sns\nimport matplotlib.pyplot as plt\nsns.boxplot(data=df, x='region', y='revenue')\nplt.savefig('box.png')",
+    "summary = df.describe(include='all')\nsummary.to_csv('describe.csv')\nsummary",
+    "df = df.dropna().drop_duplicates().reset_index(drop=True)\ndf.rename(columns={'units': 'qty'}, inplace=True)",
+    "df['date'] = pd.to_datetime(df['date'])\ndf['month'] = df['date'].dt.to_period('M')\ndf.groupby('month')['revenue'].sum()",
+    "print(f\"Rows in sales.csv: {len(df)}\")\nprint('Columns:', ', '.join(df.columns))",
+    "df.sort_values('revenue', ascending=False).head(10)[['region', 'product', 'revenue']]",
+    "counts = df['product'].value_counts()\ncounts.rename('n').to_frame().to_csv('product_counts.csv')",
+    "series = df.set_index('date')['revenue'].rename('sales.csv revenue')\nseries.head()",
+    "df.columns = [c.replace('_', ' ').title() for c in df.columns]\ndf.head(3)",
+    "import json\nwith open('result.json', 'w') as f:\n    json.dump({'file': 'sales.csv', 'rows': len(df)}, f)",
+    "result = {'file': 'sales.csv', 'answer': df['revenue'].max()}\nprint(result)",
+    "with pd.ExcelWriter('tables.xlsx') as writer:\n    df.to_excel(writer, sheet_name='data')",
+]
+
+
+def test_ordinary_cells_that_mention_data_files_are_not_refused():
+    assert len(ORDINARY_CELLS) >= 50
+    for code in ORDINARY_CELLS:
+        ast.parse(code)  # a cell with a syntax error would pass the check without being checked
+    refused = {code: problem for code in ORDINARY_CELLS if (problem := screen(code, DATA))}
+    assert refused == {}

@@ -20,6 +20,11 @@ from datalyst.sandbox._wire import FrameBuffer, WireError, send_frame
 
 STARTUP_TIMEOUT_S = 60.0
 EXIT_REPORT_TIMEOUT_S = 5.0
+DRAIN_TIMEOUT_S = 0.25
+DRAIN_MAX_BYTES = 4 << 20
+"""After a reply, output still in the pipes is read for at most this long and this much: enough to
+empty two full pipes (1 MiB each at most without privileges), never forever, so a writer the cell
+left running (a thread, a child) cannot hold the host."""
 
 
 class OutputCap:
@@ -213,9 +218,13 @@ class WorkerProcess:
         return result
 
     def _drain(self, result: Exchange) -> None:
+        """Read what the worker wrote before its reply (see ``DRAIN_TIMEOUT_S``)."""
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        budget = DRAIN_MAX_BYTES
         for fd, cap in ((self.stdout_fd, result.stdout), (self.stderr_fd, result.stderr)):
-            while data := _read(fd):
+            while budget > 0 and time.monotonic() < deadline and (data := _read(fd)):
                 cap.add(data)
+                budget -= len(data)
 
     # -- ending
 

@@ -42,11 +42,51 @@ _BLOCKED_BUILTINS = {
     "input": "input() would wait forever: there is no user at the keyboard; hard-code the value instead",
     "breakpoint": "the debugger cannot be used here",
 }
-_WRITE_METHODS = {
-    "to_csv", "to_excel", "to_parquet", "to_json", "to_feather", "to_pickle", "to_hdf", "to_stata",
-    "to_sql", "to_html", "to_xml", "to_orc", "savefig", "write_text", "write_bytes", "unlink",
-    "rename", "touch", "chmod", "remove", "rmtree", "move", "truncate",
-}  # fmt: skip
+# Which argument of a call is the path it writes, moves or deletes: (position, keyword) slots.
+_Slots = tuple[tuple[int, str], ...]
+_FUNCTIONS: dict[str, _Slots] = {  # module functions, by qualified name
+    "os.remove": ((0, "path"),),
+    "os.unlink": ((0, "path"),),
+    "os.truncate": ((0, "path"),),
+    "os.chmod": ((0, "path"),),
+    "os.rename": ((0, "src"), (1, "dst")),
+    "os.renames": ((0, "old"), (1, "new")),
+    "os.replace": ((0, "src"), (1, "dst")),
+    "shutil.move": ((0, "src"), (1, "dst")),
+    "shutil.copy": ((1, "dst"),),
+    "shutil.copy2": ((1, "dst"),),
+    "shutil.copyfile": ((1, "dst"),),
+    "shutil.rmtree": ((0, "path"),),
+    "numpy.save": ((0, "file"),),
+    "numpy.savez": ((0, "file"),),
+    "numpy.savez_compressed": ((0, "file"),),
+    "numpy.savetxt": ((0, "fname"),),
+}
+_WRITERS: dict[str, _Slots] = {  # methods (and pd.ExcelWriter) whose argument is the file they write, any receiver
+    "to_csv": ((0, "path_or_buf"),),
+    "to_json": ((0, "path_or_buf"),),
+    "to_hdf": ((0, "path_or_buf"),),
+    "to_excel": ((0, "excel_writer"),),
+    "to_parquet": ((0, "path"),),
+    "to_feather": ((0, "path"),),
+    "to_orc": ((0, "path"),),
+    "to_pickle": ((0, "path"),),
+    "to_stata": ((0, "path"),),
+    "to_xml": ((0, "path_or_buffer"),),
+    "to_html": ((0, "buf"),),
+    "to_latex": ((0, "buf"),),
+    "to_markdown": ((0, "buf"),),
+    "to_string": ((0, "buf"),),
+    "savefig": ((0, "fname"),),
+    "tofile": ((0, "fid"),),
+    "ExcelWriter": ((0, "path"),),
+}
+_PATH_METHODS = {"unlink", "write_text", "write_bytes", "touch", "chmod", "rename", "replace", "rmdir"}
+"""Methods of a ``Path`` that change the file it names; ``rename`` and ``replace`` also change their argument."""
+_PATH_TYPES = {"Path", "PurePath", "PosixPath"}
+_WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_APPEND", "O_TRUNC", "O_CREAT"}
+_DEFAULT_ALIASES = {"np": "numpy"}
+"""Names a cell may use without importing them in the same cell (a session keeps earlier imports)."""
 
 
 def screen(code: str, data_files: Iterable[str] = ()) -> str | None:
@@ -55,14 +95,26 @@ def screen(code: str, data_files: Iterable[str] = ()) -> str | None:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return None
-    checker = _Checker({os.path.basename(f) for f in data_files})
+    checker = _Checker({os.path.basename(f) for f in data_files}, _aliases(tree))
     checker.visit(tree)
     return checker.problem
 
 
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name -> qualified name, from the cell's imports (``np`` -> ``numpy``, ``rm`` -> ``os.remove``)."""
+    aliases = dict(_DEFAULT_ALIASES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update((a.asname, a.name) for a in node.names if a.asname)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            aliases.update((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names)
+    return aliases
+
+
 class _Checker(ast.NodeVisitor):
-    def __init__(self, data_names: set[str]) -> None:
+    def __init__(self, data_names: set[str], aliases: dict[str, str]) -> None:
         self.data_names = data_names
+        self.aliases = aliases
         self.problem: str | None = None
 
     def _refuse(self, node: ast.AST, what: str, why: str) -> None:
@@ -96,33 +148,108 @@ class _Checker(ast.NodeVisitor):
                 self._refuse(node, f"{func.id}()", _BLOCKED_BUILTINS[func.id])
             elif func.id == "__import__" and node.args and isinstance(node.args[0], ast.Constant):
                 self._check_module(node, str(node.args[0].value))
-            elif func.id == "open" and self._names_data_file(node.args[:1]) and _opens_for_writing(node):
-                self._refuse(node, "writing to a data file", _data_file_hint())
-        elif isinstance(func, ast.Attribute):
-            if isinstance(func.value, ast.Name) and func.value.id == "os" and func.attr in _OS_PROCESS_CALLS:
-                self._refuse(node, f"os.{func.attr}()", _NO_PROCESSES)
-            elif func.attr in _WRITE_METHODS and (
-                self._names_data_file(node.args) or self._names_data_file([func.value])
-            ):
-                self._refuse(node, f"{func.attr}() on a data file", _data_file_hint())
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "os"
+            and func.attr in _OS_PROCESS_CALLS
+        ):
+            self._refuse(node, f"os.{func.attr}()", _NO_PROCESSES)
+        if (target := self._data_file_written(node)) is not None:
+            self._refuse(node, f"{_called_name(func) or 'a call'}() on the data file {target}", _data_file_hint())
         self.generic_visit(node)
 
-    def _names_data_file(self, nodes: Iterable[ast.AST]) -> bool:
-        return any(
-            isinstance(sub, ast.Constant)
-            and isinstance(sub.value, str)
-            and os.path.basename(sub.value) in self.data_names
-            for node in nodes
-            for sub in ast.walk(node)
-        )
+    def _data_file_written(self, node: ast.Call) -> str | None:
+        """The data file this call writes, moves or deletes, when a literal path names one."""
+        func = node.func
+        qualified = self._qualified(func) or ""
+        name = _called_name(func)
+        path_object = _path_object(func.value) if isinstance(func, ast.Attribute) else None
+        if qualified in ("open", "io.open"):
+            paths = [_argument(node, 0, "file")] if _mode_writes(_argument(node, 1, "mode")) else []
+        elif qualified == "os.open":
+            paths = [_argument(node, 0, "path")] if _flags_write(_argument(node, 1, "flags")) else []
+        elif path_object is not None and name == "open":
+            paths = [path_object] if _mode_writes(_argument(node, 0, "mode")) else []
+        else:
+            slots = _FUNCTIONS.get(qualified) or _WRITERS.get(name, ())
+            paths = [_argument(node, position, keyword) for position, keyword in slots]
+            if path_object is not None and name in _PATH_METHODS:
+                paths.append(path_object)
+                if name in ("rename", "replace"):
+                    paths.append(_argument(node, 0, "target"))
+        return next((found for path in paths if (found := self._data_name(path))), None)
+
+    def _data_name(self, node: ast.AST | None) -> str | None:
+        name = os.path.basename(_literal_tail(node) or "")
+        return name if name in self.data_names else None
+
+    def _qualified(self, func: ast.AST) -> str | None:
+        """``os.remove`` for ``os.remove``, ``from os import remove`` then ``remove``, or ``np.save``."""
+        parts: list[str] = []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return None
+        parts.append(self.aliases.get(func.id, func.id))
+        return ".".join(reversed(parts))
 
 
-def _opens_for_writing(node: ast.Call) -> bool:
-    mode: ast.AST | None = node.args[1] if len(node.args) > 1 else None
-    for keyword in node.keywords:
-        if keyword.arg == "mode":
-            mode = keyword.value
+def _called_name(func: ast.AST) -> str:
+    """``to_csv`` for ``df.to_csv``, ``open`` for ``open``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _argument(node: ast.Call, position: int, keyword: str) -> ast.AST | None:
+    for item in node.keywords:
+        if item.arg == keyword:
+            return item.value
+    if position < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[: position + 1]):
+        return node.args[position]
+    return None
+
+
+def _path_object(node: ast.AST | None) -> ast.AST | None:
+    """``node`` when it builds a path object (``Path(...)``, ``Path(...) / "x"``), else None.
+
+    A bare string is not a path object: ``"sales.csv".replace(...)`` is string work.
+    """
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return node if _literal_tail(node.right) is not None else None  # only paths are divided by strings
+    return node if isinstance(node, ast.Call) and _called_name(node.func) in _PATH_TYPES else None
+
+
+def _literal_tail(node: ast.AST | None) -> str | None:
+    """The last component of a path written literally: ``"a/b.csv"``, ``Path(d, "b.csv")``, ``d / "b.csv"``,
+    ``os.path.join(d, "b.csv")`` or ``f"{d}/b.csv"``; None when it is computed."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _literal_tail(node.right)
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return _literal_tail(node.values[-1])
+    if isinstance(node, ast.Call) and node.args and (_path_object(node) or _is_path_join(node.func)):
+        return _literal_tail(node.args[-1])
+    return None
+
+
+def _is_path_join(func: ast.AST) -> bool:
+    return isinstance(func, ast.Attribute) and func.attr == "join" and ast.unparse(func.value) == "os.path"
+
+
+def _mode_writes(mode: ast.AST | None) -> bool:
     return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax+")
+
+
+def _flags_write(flags: ast.AST | None) -> bool:
+    return flags is not None and any(
+        (isinstance(sub, ast.Attribute) and sub.attr in _WRITE_FLAGS)
+        or (isinstance(sub, ast.Name) and sub.id in _WRITE_FLAGS)
+        for sub in ast.walk(flags)
+    )
 
 
 def _data_file_hint() -> str:
