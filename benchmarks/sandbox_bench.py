@@ -59,6 +59,9 @@ parser.add_argument(
     help="also run (d) concurrently (slow: ~4 min at 32 on 2 cores)",
 )
 parser.add_argument("--skip-concurrent", action="store_true", help="only the single-trajectory measurements")
+parser.add_argument(
+    "--startup-only", action="store_true", help="only the cold start and the idle fork server's memory, then stop"
+)
 parser.add_argument("--json", metavar="PATH", help="also write all raw numbers to this JSON file")
 args = parser.parse_args()
 
@@ -218,7 +221,7 @@ def traj_exec():
 
 # ----------------------------------------------------------------------------- (b, c) datalyst Sandbox
 
-from datalyst.sandbox import Limits, Sandbox, SandboxPool  # noqa: E402
+from datalyst.sandbox import ForkServer, Limits, Sandbox, SandboxPool  # noqa: E402
 
 LIMITS = Limits(wall_s=60, cpu_s=60)
 
@@ -505,13 +508,49 @@ print(f"table: {TABLE} ({TABLE.stat().st_size / 1024:.0f} KiB), {len(CELLS)} cel
 ram_gib = psutil.virtual_memory().total / 2**30
 print(f"machine: {os.cpu_count()} CPUs, {ram_gib:.0f} GiB RAM, Python {sys.version.split()[0]}")
 
-t0 = time.perf_counter()
-with Sandbox(files=[TABLE], limits=LIMITS) as sb:
-    sb.prestart()
-    cold = time.perf_counter() - t0
-    isolation = sb.isolation
-print(f"cold start (fork server start-up + first worker): {cold:.2f} s")
+
+def cold_start():
+    """One sandbox in a fresh fork server: seconds to start the server and its first worker, and
+    the server's memory once that sandbox is closed again (what every later sandbox shares)."""
+    server = ForkServer()
+    try:
+        t0 = time.perf_counter()
+        server.ensure_run_root()
+        t1 = time.perf_counter()
+        with Sandbox(files=[TABLE], limits=LIMITS, forkserver=server) as sb:
+            sb.prestart()
+            t2 = time.perf_counter()
+            isolation = sb.isolation
+        time.sleep(SETTLE_S)
+        info = psutil.Process(server.pid).memory_full_info()
+    finally:
+        server.close()
+    return {"server_s": t1 - t0, "worker_s": t2 - t1, "rss": info.rss, "pss": info.pss, "uss": info.uss}, isolation
+
+
+colds = []
+for rep in range(args.repeats):
+    measured, isolation = cold_start()
+    colds.append(measured)
+    print(
+        f"  cold start {rep + 1}/{args.repeats}: fork server {measured['server_s']:.2f} s + first worker "
+        f"{measured['worker_s'] * 1000:.0f} ms; fork server RSS {measured['rss'] / MiB:.0f} MiB, "
+        f"PSS {measured['pss'] / MiB:.0f} MiB"
+    )
+cold_summary = {key: statistics.median(c[key] for c in colds) for key in colds[0]}
+cold = cold_summary["server_s"] + cold_summary["worker_s"]
+cold_line = (
+    f"cold start (fork server start-up + first worker, median of {args.repeats}): {cold:.2f} s "
+    f"({cold_summary['server_s']:.2f} s + {cold_summary['worker_s'] * 1000:.0f} ms); idle fork server: "
+    f"RSS {cold_summary['rss'] / MiB:.0f} MiB, PSS {cold_summary['pss'] / MiB:.0f} MiB, "
+    f"USS {cold_summary['uss'] / MiB:.0f} MiB"
+)
+print(cold_line)
 print(f"isolation: {isolation}")
+if args.startup_only:
+    sys.exit(0)
+with Sandbox(files=[TABLE], limits=LIMITS) as sb:  # warm the shared fork server the measurements below use
+    sb.prestart()
 
 import pandas  # noqa: E402, F401  -- (a) runs in an interpreter that already has pandas, like the fork server
 
@@ -596,7 +635,7 @@ for key, s in summary.items():
 table = "\n".join(lines)
 print()
 print(table)
-print(f"cold start of the first sandbox in a process (fork server + first worker): {cold:.2f} s")
+print(cold_line)
 if "b" in conc and "e" in conc:
     print()
     print(f"memory of {N} idle trajectories, all still open (sum of PSS):")
@@ -663,6 +702,7 @@ if args.json:
         json.dumps(
             {
                 "cold_start_s": cold,
+                "cold_start": cold_summary,
                 "isolation": isolation,
                 "cpus": os.cpu_count(),
                 "summary": summary,

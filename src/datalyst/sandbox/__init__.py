@@ -4,7 +4,7 @@ See :class:`Sandbox` for the modes and ``docs/sandbox.md`` for what is isolated 
 """
 
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver
-from datalyst.sandbox._install import DEFAULT_ALLOWLIST, AutoInstaller
+from datalyst.sandbox._install import DEFAULT_ALLOWLIST, PREINSTALLED, AutoInstaller
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._pool import SandboxPool
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
@@ -13,6 +13,7 @@ from datalyst.sandbox._screen import screen
 
 __all__ = [
     "DEFAULT_ALLOWLIST",
+    "PREINSTALLED",
     "AutoInstaller",
     "CellError",
     "ExecResult",

@@ -1,4 +1,4 @@
-"""A fork server: one clean process with pandas, numpy and matplotlib loaded, forking jailed workers.
+"""A fork server: one clean process with the data-science stack loaded, forking jailed workers.
 
 Process tree for one worker::
 
@@ -31,7 +31,19 @@ from datalyst.sandbox import _isolation as iso
 from datalyst.sandbox import _linux as lx
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
 
-PRELOAD = ("datalyst.sandbox._worker", "datalyst.data", "numpy", "pandas", "matplotlib.pyplot")
+# What the fork server imports once, so that every worker starts with it: the libraries of PREINSTALLED,
+# with the submodules cells use (about 1 s of cold start and 110 MiB, shared by all workers; docs/BENCHMARKS.md).
+PRELOAD = (
+    "datalyst.sandbox._worker",
+    "datalyst.data",
+    "numpy",
+    "pandas",
+    "matplotlib.pyplot",
+    "scipy.stats",
+    "sklearn.linear_model",
+    "statsmodels.api",
+    "seaborn",
+)
 _BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from datalyst.sandbox._forkserver import main; main()"
 
 

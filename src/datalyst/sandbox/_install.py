@@ -13,20 +13,16 @@ from datalyst.paths import cache_dir
 log = logging.getLogger(__name__)
 
 PIP_TIMEOUT_S = 600
+PREINSTALLED = ("pandas", "numpy", "matplotlib", "scipy", "sklearn", "statsmodels", "seaborn")
+"""Import names of the libraries every sandbox has, installed with datalyst (the jail has no network)."""
 DEFAULT_ALLOWLIST = {
-    "sklearn": "scikit-learn",
-    "scipy": "scipy",
-    "statsmodels": "statsmodels",
-    "seaborn": "seaborn",
-    "openpyxl": "openpyxl",
-    "pyarrow": "pyarrow",
     "tabulate": "tabulate",
     "xgboost": "xgboost",
     "lightgbm": "lightgbm",
     "networkx": "networkx",
     "sympy": "sympy",
 }
-"""Import name -> pip requirement. Only these are ever installed."""
+"""Import name -> pip requirement, for libraries beyond ``PREINSTALLED``. Only these are ever installed."""
 
 
 class AutoInstaller:

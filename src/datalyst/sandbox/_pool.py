@@ -17,7 +17,7 @@ from datalyst.sandbox._sandbox import Sandbox
 class SandboxPool:
     """Hands out sandboxes to concurrent trajectories, at most ``max_concurrent`` alive at once.
 
-    Every sandbox forks its worker from the same warm fork server (pandas, numpy and matplotlib
+    Every sandbox forks its worker from the same warm fork server (the libraries of ``PREINSTALLED``
     already loaded, pages shared copy-on-write), and the worker is started as soon as the
     sandbox is handed out, so it is ready by the time the model has written its first cell.
     Workers are never handed from one trajectory to another: that would not be safe.

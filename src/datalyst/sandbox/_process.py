@@ -67,6 +67,8 @@ class Exchange:
     exit_note: str = ""
     duration_s: float = 0.0
     replayed: bool = False
+    replay_errors: list[str | None] | None = None
+    """What each replayed cell or query raised this time (``ename`` or None), as the worker reports it."""
 
 
 class WorkerProcess:
@@ -198,6 +200,8 @@ class WorkerProcess:
                                     continue  # not an answer to this request (a late or forged frame)
                                 if frame.get("op") == "replayed" and after_replay_s and not result.replayed:
                                     result.replayed = True
+                                    errors = frame.get("errors")
+                                    result.replay_errors = errors if isinstance(errors, list) else None
                                     deadline = time.monotonic() + after_replay_s
                                 elif frame.get("op") != "replayed":
                                     result.reply = frame

@@ -34,6 +34,8 @@ class ExecResult(BaseModel):
     duration_s: float = 0.0
     files_created: list[str] = []
     """Files created or modified by the cell, relative to the work folder (figures included)."""
+    replay_mismatch: str = ""
+    """Replay mode: why re-running the earlier cells did not reproduce them (empty when it did)."""
 
     @property
     def ok(self) -> bool:
@@ -44,6 +46,8 @@ class ExecResult(BaseModel):
         parts = []
         if self.state_lost:
             parts.append("[note] The previous worker died; variables from earlier cells are lost.")
+        if self.replay_mismatch:
+            parts.append(f"[note] {self.replay_mismatch}")
         if self.stdout:
             parts.append(self.stdout.rstrip("\n"))
         if self.stderr:

@@ -9,9 +9,11 @@ import tempfile
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Executor
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable
+from datalyst.sandbox._folder import copy_folder, empty_folder
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver, remove_tree
 from datalyst.sandbox._install import AutoInstaller
 from datalyst.sandbox._isolation import NOBODY, JailSpec
@@ -24,12 +26,24 @@ from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 Mode = Literal["session", "replay"]
 
 
+@dataclass(frozen=True)
+class _Step:
+    """An earlier cell or query, as replay mode runs it again."""
+
+    request: dict[str, Any]
+    label: str
+    error: str | None
+    """The exception it raised the first time (its name), None if it raised none."""
+
+
 class Sandbox:
     """Runs model-written Python and SQL for one trajectory.
 
     ``mode="session"`` keeps one worker (and its variables) alive between cells;
-    ``mode="replay"`` keeps only the text of earlier cells and re-runs it, silently, in a fresh
-    worker before each new cell, so nothing stays in memory between steps. Both modes give the
+    ``mode="replay"`` keeps only the text of earlier cells (and queries) and re-runs it, silently,
+    in a fresh worker before each new cell, so nothing stays in memory between steps. Before a
+    replay the work folder is put back as it was before the first replayed step, so cells that
+    create, append to or delete files meet the same files as in a session. Both modes give the
     same observations for the same cells.
 
     Example::
@@ -62,14 +76,17 @@ class Sandbox:
         self._forkserver = forkserver or default_forkserver()
         self._executor = executor
         self._worker: WorkerProcess | None = None
-        self._history: list[dict[str, str]] = []
+        self._history: list[_Step] = []
         self._cells = 0
         self._state_lost = False
         self._isolation = ""
         self._starting = threading.Lock()
         self._home = tempfile.mkdtemp(prefix="sandbox-", dir=self._forkserver.ensure_run_root())
         self.workdir = os.path.join(self._home, "work")
+        self._baseline = os.path.join(self._home, "baseline")
+        """Replay mode: what the work folder held, besides the data files, before the first step of the history."""
         os.mkdir(self.workdir)
+        os.mkdir(self._baseline)
         try:
             self.data_files = self._stage(files)
         except BaseException:
@@ -154,24 +171,43 @@ class Sandbox:
 
     def _run_cell(self, code: str, name: str) -> ExecResult:
         replay = self._history if self.mode == "replay" else []
+        if replay:
+            self._restore_workdir()
         worker = self._ensure_worker()
         exchange = worker.exchange(
-            {"op": "run", "code": code, "name": name, "replay": replay},
+            {"op": "run", "code": code, "name": name, "replay": [step.request for step in replay]},
             timeout_s=self.limits.wall_s * max(1, len(replay)),
             after_replay_s=self.limits.wall_s,
             max_output_bytes=self.limits.max_output_chars,
         )
         result = _to_exec_result(exchange, self.limits, state_lost=self._state_lost)
+        if mismatch := _replay_mismatch(replay, exchange.replay_errors):
+            result = result.model_copy(update={"replay_mismatch": mismatch})
         self._state_lost = exchange.timed_out or exchange.died
         if self._state_lost:
             self._drop_worker()
-            self._history.clear()
-        else:
+            self._restart_history()
+        elif self.mode == "replay":
             if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
-                self._history.append({"code": code, "name": name})
-            if self.mode == "replay":
-                self._drop_worker()
+                error = result.error.ename if result.error else None
+                self._history.append(_Step({"op": "run", "code": code, "name": name}, name, error))
+            self._drop_worker(wait=True)  # nothing of this worker may still write when the folder is restored
         return result
+
+    def _restore_workdir(self) -> None:
+        """Put the work folder back as it was before the first step of the history (data files stay)."""
+        empty_folder(self.workdir, keep=self._data_names())
+        copy_folder(self._baseline, self.workdir)
+
+    def _restart_history(self) -> None:
+        """Forget the earlier steps (their worker died); replay mode starts again from the folder as it is."""
+        self._history.clear()
+        if self.mode == "replay":
+            empty_folder(self._baseline, keep=())
+            copy_folder(self.workdir, self._baseline, skip=self._data_names())
+
+    def _data_names(self) -> set[str]:
+        return {os.path.basename(path) for path in self.data_files}
 
     async def arun_python(self, code: str) -> ExecResult:
         """``run_python`` without blocking the event loop."""
@@ -200,9 +236,15 @@ class Sandbox:
         if isinstance(target, SqlResult):
             return target
         worker = self._ensure_worker()
-        request = {"op": "sql", "sql": sql, "db": target, "output_path": output_path}
+        request = {
+            "op": "sql",
+            "sql": sql,
+            "db": target,
+            "output_path": output_path,
+            "timeout_s": self.limits.sql_timeout_s,
+        }
         exchange = worker.exchange(
-            {**request, "timeout_s": self.limits.sql_timeout_s},
+            request,
             timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
             max_output_bytes=self.limits.max_output_chars,
         )
@@ -212,9 +254,11 @@ class Sandbox:
             note = "the query timed out" if exchange.timed_out else exchange.exit_note
             error = CellError(ename="SandboxError", evalue=note)
             return SqlResult(error=error, timed_out=exchange.timed_out, duration_s=exchange.duration_s)
-        if self.mode == "replay":
-            self._drop_worker()
-        return SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
+        result = SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
+        if self.mode == "replay":  # its output file is part of what later cells see
+            self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
+            self._drop_worker(wait=True)
+        return result
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
         """The base name of the database to query, or the refusal to return instead."""
@@ -277,6 +321,19 @@ def _to_exec_result(exchange: Exchange, limits: Limits, *, state_lost: bool) -> 
         duration_s=exchange.duration_s,
         files_created=[f for f in reply.get("files", []) if _is_plain_relative(f)],
     )
+
+
+def _replay_mismatch(history: list[_Step], errors: list[str | None] | None) -> str:
+    """Why re-running the history did not reproduce it (empty when it did, or when nothing was re-run)."""
+    for step, error in zip(history, errors or [], strict=False):
+        if error != step.error:
+            before = f"raised {step.error}" if step.error else "raised nothing"
+            now = f"raised {error}" if error else "raised nothing"
+            return (
+                f"Re-running the earlier cells did not reproduce them: {step.label} {before} the first time "
+                f"and {now} when re-run, so variables may differ from what earlier outputs showed."
+            )
+    return ""
 
 
 def _is_plain_relative(path: str) -> bool:

@@ -108,7 +108,8 @@ class Kernel:
         self.cpu_s = cpu_s
 
     def run(self, code: str, name: str, *, quiet: bool = False) -> dict[str, Any]:
-        """Run one cell; with ``quiet`` its output is discarded and figures are not saved."""
+        """Run one cell; with ``quiet`` (a replay) its output is discarded, but its figures are saved all the
+        same, so the work folder ends up as it did the first time."""
         before = {} if quiet else _scan()
         importlib.invalidate_caches()  # a package may have been installed since the last cell
         saved_fds = None
@@ -122,7 +123,7 @@ class Kernel:
             os.close(devnull)
         try:
             error = self._execute(code, name)
-            figures = self._collect_figures(name, save=not quiet)
+            figures = self._collect_figures(name)
         finally:
             _set_cpu_budget(None)
             if saved_fds is not None:
@@ -174,19 +175,18 @@ class Kernel:
             error["missing_module"] = exc.name.split(".")[0]
         return error
 
-    def _collect_figures(self, name: str, *, save: bool) -> list[str]:
+    def _collect_figures(self, name: str) -> list[str]:
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is None:
             return []
         saved = []
         for index, number in enumerate(plt.get_fignums(), start=1):
             path = f"{name.strip('<>')}-figure-{index}.png"
-            if save:
-                try:
-                    plt.figure(number).savefig(path)
-                    saved.append(path)
-                except Exception as exc:  # a broken figure must not break the cell's result
-                    print(f"could not save figure {number}: {exc}", file=sys.stderr)
+            try:
+                plt.figure(number).savefig(path)
+                saved.append(path)
+            except Exception as exc:  # a broken figure must not break the cell's result
+                print(f"could not save figure {number}: {exc}", file=sys.stderr)
         plt.close("all")
         return saved
 
@@ -263,6 +263,12 @@ def sql_helpers(spec: JailSpec) -> dict[str, Any]:
     return {"get_db_info": get_db_info, "execute_sql": execute_sql}
 
 
+def _replay(kernel: Kernel, step: dict[str, Any]) -> str | None:
+    """Run an earlier cell or query again, its output discarded; return the exception it raised, if any."""
+    outcome = run_sql(step) if step["op"] == "sql" else kernel.run(step["code"], step["name"], quiet=True)
+    return (outcome.get("error") or {}).get("ename")
+
+
 def serve(sock: socket.socket, spec: JailSpec) -> None:
     """Answer requests until the host hangs up."""
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
@@ -279,9 +285,8 @@ def serve(sock: socket.socket, spec: JailSpec) -> None:
             return
         if request["op"] == "run":
             if request.get("replay"):
-                for cell in request["replay"]:
-                    kernel.run(cell["code"], cell["name"], quiet=True)
-                send_frame(sock, {"op": "replayed", "id": request.get("id")})
+                errors = [_replay(kernel, step) for step in request["replay"]]
+                send_frame(sock, {"op": "replayed", "id": request.get("id"), "errors": errors})
             reply = kernel.run(request["code"], request["name"])
         elif request["op"] == "sql":
             reply = run_sql(request)

@@ -1,0 +1,51 @@
+"""Put a work folder back the way it was, for replay mode (run on the host, with no jailed process alive)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Collection
+
+from datalyst.sandbox._forkserver import remove_tree
+from datalyst.sandbox._isolation import NOBODY
+
+
+def empty_folder(path: str, keep: Collection[str]) -> None:
+    """Delete every entry of ``path`` not named in ``keep``, whatever permissions sandboxed code left."""
+    os.chmod(path, 0o700)  # the owner (the jail's user, or us) keeps full access; a cell may have taken it away
+    for entry in os.scandir(path):
+        if entry.name in keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            remove_tree(entry.path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+
+
+def copy_folder(source: str, target: str, skip: Collection[str] = ()) -> None:
+    """Copy every entry of ``source`` not named in ``skip`` into the existing folder ``target`` (symlinks as
+    links). What cannot be copied (a FIFO, a socket, a file a cell made unreadable) is left out. Run as
+    root, the copies are given to ``nobody``, the user the jail maps its root to, so cells can change them.
+    """
+    for entry in os.scandir(source):
+        if entry.name in skip:
+            continue
+        copy = os.path.join(target, entry.name)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.copytree(entry.path, copy, symlinks=True)
+            else:
+                shutil.copy2(entry.path, copy, follow_symlinks=False)
+        except OSError:  # shutil.Error too: the rest of a tree is copied first
+            pass
+        if os.geteuid() == 0 and os.path.lexists(copy):
+            _give_to_nobody(copy)
+
+
+def _give_to_nobody(path: str) -> None:
+    os.lchown(path, NOBODY, NOBODY)
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), NOBODY, NOBODY)
