@@ -6,6 +6,10 @@
     (d) respawn  a new ``python -c`` per step that re-runs all the code so far (DataMind style)
     (e) jupyter  one Jupyter kernel per trajectory, driven by jupyter_client
 
+First, ``--repeats`` cold starts, each in a fresh fork server: its start-up and its first worker,
+its memory once idle (RSS, PSS, USS), and the first ``import`` of scipy.stats, sklearn.linear_model,
+statsmodels.api and seaborn in a new sandbox (what preloading them in the fork server saves).
+
 For each: total time of the trajectory including start-up, median cell latency, and the memory
 an idle trajectory holds after its 10 cells (sum of PSS over its processes). Then ``--concurrency``
 trajectories at once for (b), (c) and (e) (and, with ``--concurrent-respawn``, (d)):
@@ -17,6 +21,7 @@ Run from the repo root, with the ``bench`` extra installed (jupyter-client, ipyk
     python benchmarks/sandbox_bench.py                     # 3 repeats, 32 at once: ~1.5 min on 2 cores
     python benchmarks/sandbox_bench.py --concurrent-respawn  # adds (d) x 32 at once: ~5 min
     python benchmarks/sandbox_bench.py --repeats 5 --concurrency 16 --json bench.json
+    python benchmarks/sandbox_bench.py --startup-only --repeats 5   # cold start and fork-server memory only
 
 The table is read from ``<repo>/../shared/benchmarks/dabench/tables/abalone.csv``; point the
 environment variable ``DATALYST_BENCHMARKS`` at another ``benchmarks`` folder to move it.
@@ -509,9 +514,19 @@ ram_gib = psutil.virtual_memory().total / 2**30
 print(f"machine: {os.cpu_count()} CPUs, {ram_gib:.0f} GiB RAM, Python {sys.version.split()[0]}")
 
 
+# The first import of each library the agent has besides pandas, numpy and matplotlib, in a fresh sandbox.
+STACK_IMPORTS = {
+    "scipy": "import scipy.stats",
+    "sklearn": "import sklearn.linear_model",
+    "statsmodels": "import statsmodels.api",
+    "seaborn": "import seaborn",
+}
+
+
 def cold_start():
-    """One sandbox in a fresh fork server: seconds to start the server and its first worker, and
-    the server's memory once that sandbox is closed again (what every later sandbox shares)."""
+    """One sandbox in a fresh fork server: seconds to start the server and its first worker, the
+    server's memory once that sandbox is closed again (what every later sandbox shares), and how long
+    the first import of each library of STACK_IMPORTS takes in a new sandbox (each in its own)."""
     server = ForkServer()
     try:
         t0 = time.perf_counter()
@@ -523,9 +538,21 @@ def cold_start():
             isolation = sb.isolation
         time.sleep(SETTLE_S)
         info = psutil.Process(server.pid).memory_full_info()
+        imports = {}
+        for name, code in STACK_IMPORTS.items():
+            with Sandbox(limits=LIMITS, forkserver=server) as sb:
+                sb.prestart()
+                imports[name] = timed_cell(sb, code)
     finally:
         server.close()
-    return {"server_s": t1 - t0, "worker_s": t2 - t1, "rss": info.rss, "pss": info.pss, "uss": info.uss}, isolation
+    measured = {"server_s": t1 - t0, "worker_s": t2 - t1, "rss": info.rss, "pss": info.pss, "uss": info.uss}
+    return measured | {f"import_{name}_s": seconds for name, seconds in imports.items()}, isolation
+
+
+def timed_cell(sb, code):
+    t0 = time.perf_counter()
+    sandbox_cell(sb)(code)
+    return time.perf_counter() - t0
 
 
 colds = []
@@ -545,7 +572,12 @@ cold_line = (
     f"RSS {cold_summary['rss'] / MiB:.0f} MiB, PSS {cold_summary['pss'] / MiB:.0f} MiB, "
     f"USS {cold_summary['uss'] / MiB:.0f} MiB"
 )
+imports_line = "first import in a new sandbox (median of {}): {}".format(
+    args.repeats,
+    ", ".join(f"{code} {cold_summary[f'import_{name}_s'] * 1000:.0f} ms" for name, code in STACK_IMPORTS.items()),
+)
 print(cold_line)
+print(imports_line)
 print(f"isolation: {isolation}")
 if args.startup_only:
     sys.exit(0)
@@ -636,6 +668,7 @@ table = "\n".join(lines)
 print()
 print(table)
 print(cold_line)
+print(imports_line)
 if "b" in conc and "e" in conc:
     print()
     print(f"memory of {N} idle trajectories, all still open (sum of PSS):")
