@@ -399,3 +399,65 @@ def test_the_gold_answer_never_reaches_the_prompt(name):
     )  # fmt: skip
     system, first = get_dialect(name).opening(PromptContext(task=task, file_names=["a.csv"], file_info="a.csv: 3 rows"))
     assert "GOLD-" not in system + first and "How many rows?" in first
+
+
+# --- the kept turn: cut after the first action --------------------------------------------------
+
+_FIRST_ACTION_THEN_MORE = {
+    "datamind": (
+        "<think>Sum it.</think>\n<code>\n```python\nprint(1)\n```\n</code>",
+        "\n<answer>North</answer>",
+    ),
+    "jupiter": ("Thought: Sum it.\nAction:\n```python\nprint(1)\n```", "\nFormatted answer: North\nObservation: 1"),
+    "datarus": (
+        "<step>\n<thought>Sum it.</thought>\n<action>python_executor</action>\n<action_input>\nprint(1)\n"
+        "</action_input>\n</step>",
+        "\n<stop_analysis><answer>North</answer></stop_analysis>",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", DIALECTS)
+def test_the_kept_turn_ends_after_the_first_action_with_its_closing_tags(name):
+    dialect = get_dialect(name)
+    kept, extra = _FIRST_ACTION_THEN_MORE[name]
+    assert dialect.action_end(kept + extra) == len(kept)
+    assert dialect.parse(kept) == dialect.parse(kept + extra) == code("print(1)", thought="Sum it.")
+
+
+@pytest.mark.parametrize("name", DIALECTS)
+def test_an_answer_turn_is_kept_through_its_closing_tags(name):
+    dialect = get_dialect(name)
+    turn = dialect.render(answer("@x[1]", thought="Done."))
+    assert dialect.action_end(turn + "\n\nSome chatter after the answer.") == len(turn)
+
+
+@pytest.mark.parametrize("name", DIALECTS)
+def test_a_void_turn_is_kept_up_to_an_invented_observation(name):
+    dialect = get_dialect(name)
+    observation = dialect.observation("42")
+    assert dialect.action_end("I am not sure yet.\n" + observation) == len("I am not sure yet.\n")
+
+
+@PROPERTY
+@given(name=st.sampled_from(DIALECTS), text=st.one_of(st.text(max_size=300), _spliced))
+def test_the_kept_turn_parses_like_the_whole_completion(name, text):
+    dialect = get_dialect(name)
+    end = dialect.action_end(text)
+    assert 0 <= end <= len(text)
+    assert dialect.parse(text[:end]) == dialect.parse(text)
+
+
+@PROPERTY
+@given(name=st.sampled_from(DIALECTS), first=_steps, second=_steps)
+def test_a_rendered_turn_is_kept_whole(name, first, second):
+    dialect = get_dialect(name)
+    assume(first.kind is not ActionKind.VOID)
+    turn = dialect.render(first)
+    assert dialect.action_end(turn + "\n" + dialect.render(second)) == len(turn)
+
+
+def test_opening_names_the_libraries_the_sandbox_has(dialect):
+    system, _ = dialect.opening(_context(has_database=False))
+    for library in ("pandas", "scipy", "sklearn", "statsmodels", "seaborn"):
+        assert library in system

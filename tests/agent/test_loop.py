@@ -81,7 +81,7 @@ def test_messages_export_is_exactly_what_the_model_saw(task):
     exported = to_messages(trajectory)
     last_prompt = model.seen[-1]
     assert [(m.role, m.content) for m in exported[: len(last_prompt)]] == [(m.role, m.content) for m in last_prompt]
-    assert exported[-1].content == trajectory.turns[-1].raw
+    assert exported[-1].content == trajectory.turns[-1].text
     assert [m.is_environment for m in exported] == [m.role != "assistant" for m in exported]
 
 
@@ -149,7 +149,7 @@ def test_trajectories_round_trip_and_export(task):
         task,
     )
     assert Trajectory.model_validate_json(trajectory.model_dump_json()) == trajectory
-    assert json.loads(trajectory.model_dump_json())["schema_version"] == 1
+    assert json.loads(trajectory.model_dump_json())["schema_version"] == 2
     [figure] = trajectory.turns[0].figures
     notebook = to_notebook(trajectory)
     nbformat.validate(notebook)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 
-from datalyst.agent import Agent, AgentConfig, Termination, Trajectory, finished_ids, rollout
+from datalyst.agent import Agent, AgentConfig, Termination, Trajectory, rollout, rollout_groups
 from datalyst.llm import ReplayModel, SamplingParams
+from datalyst.sandbox import default_forkserver
 from datalyst.tasks import Task
 
 TURNS = [
@@ -27,18 +30,18 @@ def test_rollout_writes_every_trajectory_once_and_resumes(tmp_path, examples_dir
     out = tmp_path / "rollout.jsonl"
     tasks = make_tasks(examples_dir, 3)
     first = asyncio.run(
-        rollout(tasks[:2], Agent(ReplayModel(TURNS, per_turn=True)), out, n_samples=2, concurrency=3, progress=False)
+        rollout(tasks[:2], Agent(ReplayModel(TURNS, per_turn=True)), out, trials=2, concurrency=3, progress=False)
     )
     assert first.written == 4 and first.skipped == 0
     again = asyncio.run(
-        rollout(tasks, Agent(ReplayModel(TURNS, per_turn=True)), out, n_samples=2, concurrency=3, progress=False)
+        rollout(tasks, Agent(ReplayModel(TURNS, per_turn=True)), out, trials=2, concurrency=3, progress=False)
     )
     assert again.written == 2 and again.skipped == 4
     trajectories = read(out)
     assert sorted(t.id for t in trajectories) == ["t0#0", "t0#1", "t1#0", "t1#1", "t2#0", "t2#1"]
     assert all(t.answer == "@value[42]" and t.turns[0].observation == "42" for t in trajectories)
     manifest = json.loads((tmp_path / "rollout.jsonl.manifest.json").read_text())
-    assert manifest["model"] == "replay" and manifest["n_samples"] == 2
+    assert manifest["model"] == "replay" and manifest["trials"] == 2
 
 
 def test_a_broken_task_is_recorded_and_does_not_stop_the_others(tmp_path, examples_dir):
@@ -61,12 +64,6 @@ def test_concurrency_does_not_change_the_results(tmp_path, examples_dir):
     assert results[1] == results[4]
 
 
-def test_a_torn_last_line_is_ignored_when_resuming(tmp_path):
-    out = tmp_path / "rollout.jsonl"
-    out.write_text('{"id": "a#0"}\n{"id": "b#')
-    assert finished_ids(out) == {"a#0"}
-
-
 def test_a_line_torn_by_an_interruption_is_dropped_before_resuming(tmp_path, examples_dir):
     out = tmp_path / "rollout.jsonl"
     tasks = make_tasks(examples_dir, 2)
@@ -78,10 +75,63 @@ def test_a_line_torn_by_an_interruption_is_dropped_before_resuming(tmp_path, exa
     assert sorted(t.id for t in read(out)) == ["t0#0", "t1#0"]
 
 
-def test_seeded_samples_get_their_own_seed_per_turn(examples_dir):
+def test_seeded_trials_get_their_own_seed_per_turn(examples_dir):
     model = ReplayModel(TURNS, per_turn=True)
     agent = Agent(model, AgentConfig(sampling=SamplingParams(temperature=0.7, seed=5)))
     task = make_tasks(examples_dir, 1)[0]
-    for sample in (0, 1):
-        asyncio.run(agent.arun(task, sample=sample))
+    for trial in (0, 1):
+        asyncio.run(agent.arun(task, trial=trial))
     assert [params.seed for _, params in model.calls] == [5, 6, 5 + 100_003, 5 + 100_004]
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def test_cancelling_a_rollout_leaves_no_sandbox_behind(tmp_path, examples_dir):
+    """Cancelled mid-flight (some waiting for the model, some running cells), every jail and work folder goes."""
+    slow_cell = "<code>\n```python\nimport time\ntime.sleep(0.3)\nprint('slept')\n```\n</code>"
+    model = ReplayModel([slow_cell] * 5 + TURNS[1:], per_turn=True, latency_s=0.2)
+    server = default_forkserver()
+    run_root = server.ensure_run_root()
+
+    async def main():
+        running = asyncio.create_task(
+            rollout(make_tasks(examples_dir, 8), Agent(model), tmp_path / "out.jsonl", concurrency=8, progress=False)
+        )
+        await asyncio.sleep(1.5)
+        assert [name for name in os.listdir(run_root) if name.startswith("sandbox-")], "sandboxes were running"
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+
+    asyncio.run(main())
+    assert [name for name in os.listdir(run_root) if name.startswith("sandbox-")] == []
+    assert _descendants(server.pid) == []
+
+
+def test_rollout_groups_yield_each_tasks_trials_together(examples_dir):
+    tasks = make_tasks(examples_dir, 3)
+    seen = []
+
+    async def main():
+        agent = Agent(ReplayModel(TURNS, per_turn=True))
+        groups = rollout_groups(tasks, agent, 2, concurrency=3, skip_ids={"t2#0"}, on_trajectory=seen.append)
+        return [group async for group in groups]
+
+    groups = asyncio.run(main())
+    assert sorted([t.id for t in group] for group in groups) == [["t0#0", "t0#1"], ["t1#0", "t1#1"], ["t2#1"]]
+    assert all(t.answer == "@value[42]" for group in groups for t in group) and len(seen) == 5

@@ -42,12 +42,29 @@ def test_asking_for_more_than_remain_consumes_nothing():
     assert [c.text for c in generate(model, SamplingParams(n=2))] == ["a", "b"]
 
 
-def test_stop_strings_cut_at_the_first_one_found():
+def test_stop_strings_end_the_text_at_the_first_one_found_which_is_kept():
     model = ReplayModel([Completion(text="Thought: sum it\nAction: run\nObservation: 3", finish_reason="length")])
     [completion] = generate(model, SamplingParams(stop=("Observation:", "Action:")))
-    assert completion.text == "Thought: sum it\n"
-    assert completion.finish_reason == "stop"
-    assert completion.completion_tokens == 3
+    assert completion.text == "Thought: sum it\nAction:"
+    assert (completion.finish_reason, completion.stop) == ("stop", "Action:")
+    assert completion.completion_tokens == 4
+
+
+def test_recorded_tokens_are_cut_with_the_text():
+    pieces = ["print", "(1", ")</", "code", ">", "<answer>"]
+    recorded = Completion(
+        text="".join(pieces),
+        finish_reason="length",
+        token_ids=[10, 11, 12, 13, 14, 15],
+        offsets=[5, 7, 10, 14, 15, 23],
+    )
+    [completion] = generate(ReplayModel([recorded]), SamplingParams(stop=("</code>",)))
+    assert (completion.text, completion.stop) == ("print(1)</code>", "</code>")
+    assert (completion.token_ids, completion.offsets, completion.completion_tokens) == (
+        [10, 11, 12, 13, 14],
+        recorded.offsets[:5],
+        5,
+    )
 
 
 def test_max_tokens_cuts_after_that_many_words():
@@ -71,11 +88,11 @@ def test_logprobs_are_recorded_ones_or_certainty():
     [plain, kept, cut] = [
         generate(model, SamplingParams(logprobs=True))[0],
         generate(model, SamplingParams(logprobs=True))[0],
-        generate(model, SamplingParams(logprobs=True, stop=(" cd",)))[0],
+        generate(model, SamplingParams(logprobs=True, stop=("ab",)))[0],
     ]
     assert plain.logprobs == [TokenLogprob(token="x", logprob=0.0), TokenLogprob(token="y", logprob=0.0)]
     assert kept.logprobs == recorded.logprobs
-    assert cut.logprobs == recorded.logprobs[:1]
+    assert (cut.text, cut.logprobs) == ("ab", recorded.logprobs[:1])
 
 
 def test_concurrent_calls_get_outputs_in_call_order():

@@ -1,10 +1,11 @@
-"""The agent: dialects, the ReAct loop over a sandbox, trajectories, exports and the rollout engine."""
+"""The agent: dialects, the step-wise agent over a sandbox, trajectories, training examples, exports, rollouts."""
 
+from datalyst.agent._agent import Agent, AgentConfig, AgentState, PendingSandbox, build_context
 from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import DIALECTS, get_dialect
 from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_notebook
-from datalyst.agent._loop import Agent, AgentConfig, build_context
-from datalyst.agent._rollout import RolloutSummary, finished_ids, rollout
+from datalyst.agent._rollout import RolloutSummary, rollout, rollout_groups
+from datalyst.agent._store import finished_ids, read_trajectories
 from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn
 
 __all__ = [
@@ -13,7 +14,9 @@ __all__ = [
     "ActionKind",
     "Agent",
     "AgentConfig",
+    "AgentState",
     "Dialect",
+    "PendingSandbox",
     "PromptContext",
     "RolloutSummary",
     "Step",
@@ -24,7 +27,9 @@ __all__ = [
     "build_context",
     "finished_ids",
     "get_dialect",
+    "read_trajectories",
     "rollout",
+    "rollout_groups",
     "to_html",
     "to_messages",
     "to_notebook",

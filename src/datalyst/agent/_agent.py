@@ -1,16 +1,21 @@
-"""The ReAct loop: ask the model for a turn, run its code in the sandbox, show it the result, repeat."""
+"""The step-wise agent: explicit state, ``propose`` (ask the model) and ``advance`` (act and observe).
+
+A plain run is a short driver over the two steps (:meth:`Agent.arun`); tree search proposes several
+turns for one state and advances each; RL records what every step generated.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,9 +27,10 @@ from datalyst.agent._figures import collect_figures
 from datalyst.agent._trajectory import Termination, Trajectory, Turn
 from datalyst.data import FileKind, describe, detect_kind
 from datalyst.errors import DataFileError
-from datalyst.llm import ChatMessage, ChatModel, ContextOverflow, Role, SamplingParams
-from datalyst.sandbox import Limits, Sandbox
+from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
+from datalyst.sandbox import Limits, Mode, Sandbox
 from datalyst.tasks import Task
+from datalyst.text import clip_middle
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +53,52 @@ class AgentConfig(BaseModel):
     max_file_info_chars: int = Field(6000, ge=500)
     """Budget for the files' meta-information in the first prompt, shared by all files."""
     sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=1024)
-    sandbox_mode: str = "session"
+    sandbox_mode: Mode = "session"
     limits: Limits = Limits()
+    require_isolation: bool = False
+    """Refuse to run code when the sandbox cannot fully isolate it (instead of running it degraded)."""
+
+
+class PendingSandbox:
+    """A trajectory's sandbox, starting in a worker thread while the model writes the first turn.
+
+    Awaiting it never cancels the start: a sandbox that finishes starting after its trajectory was
+    cancelled is still closed by :meth:`aclose`, so nothing leaks.
+    """
+
+    def __init__(self, files: list[str], config: AgentConfig, executor: Executor | None) -> None:
+        make = functools.partial(_started_sandbox, files, config, executor)
+        self._future = asyncio.get_running_loop().run_in_executor(executor, make)
+
+    async def get(self) -> Sandbox:
+        return await asyncio.shield(self._future)
+
+    async def aclose(self) -> None:
+        try:
+            sandbox = await asyncio.shield(self._future)
+        except Exception:  # it never started, so there is nothing to close
+            return
+        await sandbox.aclose()
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """Where one trajectory stands: the conversation so far, its record, and its sandbox.
+
+    States are values: :meth:`Agent.advance` returns a new one. Successors of a state share its
+    sandbox (session mode keeps variables in it), so advance only one successor of a state per sandbox.
+    """
+
+    trajectory: Trajectory
+    messages: tuple[ChatMessage, ...]
+    sandbox: PendingSandbox
+    errors_in_a_row: int = 0
+    done: bool = False
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    @property
+    def turns(self) -> list[Turn]:
+        return self.trajectory.turns
 
 
 class Agent:
@@ -58,117 +108,136 @@ class Agent:
     trajectory = await agent.arun(Task(id="1", question="How many rows?", files=["sales.csv"]))
     """
 
-    def __init__(self, model: ChatModel, config: AgentConfig | None = None, **sandbox_options: object) -> None:
+    def __init__(self, model: ChatModel, config: AgentConfig | None = None) -> None:
         self.model = model
         self.config = config or AgentConfig()
         self.dialect: Dialect = get_dialect(self.config.dialect)
-        self.sandbox_options = sandbox_options
+        self.sampling = self.config.sampling.model_copy(update={"n": 1, "stop": self.dialect.stop})
+        """What every turn is sampled with (the dialect's stop sequences added)."""
 
     async def arun(
-        self, task: Task, *, sample: int = 0, on_turn: TurnCallback | None = None, executor: Executor | None = None
+        self, task: Task, *, trial: int = 0, on_turn: TurnCallback | None = None, executor: Executor | None = None
     ) -> Trajectory:
         """Solve ``task`` once and return the whole trajectory.
 
         The model's mistakes are part of the trajectory; our own failures (an unreachable model
-        server, a missing data file) are raised.
-
-        ``executor`` runs the sandbox's blocking work (the rollout engine passes one sized to its
-        concurrency; the default executor has only a few threads).
+        server, a missing data file) are raised. ``executor`` runs the sandbox's blocking work (the
+        rollout engine passes one sized to its concurrency).
         """
-        loop = asyncio.get_running_loop()
-        context = await loop.run_in_executor(executor, build_context, task, self.config.max_file_info_chars)
+        state = await self.start(task, trial=trial, executor=executor)
+        try:
+            while not state.done:
+                began = time.monotonic()
+                try:
+                    [completion] = await self.propose(state)
+                except ContextOverflow as exc:  # the conversation outgrew the model: an ending, not a failure
+                    state = _ended(state, Termination.CONTEXT_OVERFLOW, str(exc))
+                    break
+                state = await self.advance(state, completion, generation_s=time.monotonic() - began)
+                if on_turn is not None:
+                    on_turn(state.turns[-1])
+        finally:
+            await self.close(state)
+        return state.trajectory
+
+    async def start(self, task: Task, *, trial: int = 0, executor: Executor | None = None) -> AgentState:
+        """The state before the first turn: the opening prompt written, the sandbox starting."""
+        context = await asyncio.get_running_loop().run_in_executor(
+            executor, build_context, task, self.config.max_file_info_chars
+        )
         system, first = self.dialect.opening(context)
-        sampling = self.config.sampling.model_copy(update={"n": 1, "stop": self.dialect.stop})
         trajectory = Trajectory(
-            id=f"{task.id}#{sample}",
+            id=f"{task.id}#{trial}",
             task=task,
-            sample=sample,
+            trial=trial,
             dialect=self.dialect.name,
             model=self.model.spec,
-            sampling=sampling,
+            sampling=self.sampling,
             system_prompt=system,
             first_message=first,
             termination=Termination.MAX_TURNS,
             started_at=datetime.now(UTC),
             datalyst_version=__version__,
         )
-        messages = [ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first)]
-        started = time.monotonic()
-        options = {**self.sandbox_options, "executor": executor} if executor else self.sandbox_options
-        make = partial(_started_sandbox, task.files, self.config, options)
-        # The sandbox starts while the model writes its first turn, which needs no sandbox yet.
-        sandbox = loop.run_in_executor(executor, make)
+        messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
+        return AgentState(trajectory, messages, PendingSandbox(task.files, self.config, executor))
+
+    async def propose(self, state: AgentState, n: int = 1, *, logprobs: bool = False) -> list[Completion]:
+        """``n`` candidate next turns for ``state`` (raises ContextOverflow when the prompt no longer fits).
+
+        A seeded configuration gives every trial and turn its own seed, so trials differ yet replay exactly.
+        """
+        params = self.sampling.model_copy(update={"n": n, "logprobs": logprobs or self.sampling.logprobs})
+        if params.seed is not None:
+            trial, index = state.trajectory.trial, len(state.turns)
+            params = params.model_copy(update={"seed": (params.seed + 100_003 * trial + index) % 2**31})
+        return await self.model.agenerate(list(state.messages), params)
+
+    async def advance(self, state: AgentState, completion: Completion, *, generation_s: float = 0.0) -> AgentState:
+        """The state after ``completion``: the turn parsed, kept up to its first action, its code run and observed."""
+        kept = completion.cut(self.dialect.action_end(completion.text))
+        step = self.dialect.parse(kept.text)
+        turn = Turn(
+            index=len(state.turns),
+            raw=completion.text,
+            text=kept.text,
+            token_ids=kept.token_ids,
+            logprobs=[token.logprob for token in kept.logprobs] if kept.logprobs is not None else None,
+            thought=step.thought,
+            kind=step.kind,
+            code=step.code,
+            answer=step.answer,
+            finish_reason=completion.finish_reason,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            generation_s=generation_s,
+        )
+        errors_in_a_row = state.errors_in_a_row
+        if turn.kind == ActionKind.VOID:
+            turn.observation = self.dialect.void_feedback()
+        elif turn.kind == ActionKind.CODE:
+            sandbox = await state.sandbox.get()
+            executed = time.monotonic()
+            result = await sandbox.arun_python(turn.code or "")
+            turn.execution_s = time.monotonic() - executed
+            turn.result = result
+            turn.figures = collect_figures(sandbox.workdir, result)
+            turn.observation = clip_middle(result.render(), self.config.max_observation_chars)
+            errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
+        messages = [*state.messages, ChatMessage(role=Role.ASSISTANT, content=turn.text)]
+        if (reply := observation_message(self.dialect, turn)) is not None:
+            messages.append(ChatMessage(role=Role.USER, content=reply))
+        trajectory = state.trajectory.model_copy(update={"turns": [*state.turns, turn]})
+        new = dataclasses.replace(
+            state, trajectory=trajectory, messages=tuple(messages), errors_in_a_row=errors_in_a_row
+        )
+        if turn.kind == ActionKind.ANSWER:
+            trajectory.answer = turn.answer
+            return _ended(new, Termination.ANSWER)
+        if errors_in_a_row >= self.config.max_consecutive_errors:
+            return _ended(new, Termination.EXECUTION_ERRORS)
+        if len(trajectory.turns) >= self.config.max_turns:
+            return _ended(new, Termination.MAX_TURNS)
+        return new
+
+    async def close(self, state: AgentState) -> None:
+        """Close the state's sandbox (and every successor's: they share it) and record the duration."""
         try:
-            await self._loop(trajectory, messages, sandbox, on_turn)
+            await state.sandbox.aclose()
         finally:
-            await (await sandbox).aclose()
-            trajectory.duration_s = time.monotonic() - started
-        return trajectory
-
-    async def _loop(
-        self,
-        trajectory: Trajectory,
-        messages: list[ChatMessage],
-        sandbox_ready: asyncio.Future[Sandbox],
-        on_turn: TurnCallback | None,
-    ) -> None:
-        errors_in_a_row = 0
-        for index in range(self.config.max_turns):
-            generated = time.monotonic()
-            try:
-                [completion] = await self.model.agenerate(messages, _turn_sampling(trajectory, index))
-            except ContextOverflow as exc:  # the conversation outgrew the model: an ending, not a failure
-                trajectory.termination, trajectory.error = Termination.CONTEXT_OVERFLOW, str(exc)
-                return
-            step = self.dialect.parse(completion.text)
-            turn = Turn(
-                index=index,
-                raw=completion.text,
-                thought=step.thought,
-                kind=step.kind,
-                code=step.code,
-                answer=step.answer,
-                finish_reason=completion.finish_reason,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                generation_s=time.monotonic() - generated,
-            )
-            trajectory.turns.append(turn)
-            messages.append(ChatMessage(role=Role.ASSISTANT, content=completion.text))
-            if turn.kind == ActionKind.ANSWER:
-                trajectory.answer, trajectory.termination = turn.answer, Termination.ANSWER
-            elif turn.kind == ActionKind.VOID:
-                turn.observation = self.dialect.void_feedback()
-            else:
-                sandbox = await sandbox_ready
-                executed = time.monotonic()
-                result = await sandbox.arun_python(turn.code or "")
-                turn.execution_s = time.monotonic() - executed
-                turn.result = result
-                turn.figures = collect_figures(sandbox.workdir, result)
-                turn.observation = clip_middle(result.render(), self.config.max_observation_chars)
-                errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
-            if (reply := observation_message(self.dialect, turn)) is not None:
-                messages.append(ChatMessage(role=Role.USER, content=reply))
-            if on_turn is not None:
-                on_turn(turn)
-            if turn.kind == ActionKind.ANSWER:
-                return
-            if errors_in_a_row >= self.config.max_consecutive_errors:
-                trajectory.termination = Termination.EXECUTION_ERRORS
-                return
+            state.trajectory.duration_s = time.monotonic() - state.started
 
 
-def _turn_sampling(trajectory: Trajectory, index: int) -> SamplingParams:
-    """A seeded run gives every sample and turn its own seed, so trials differ yet replay exactly."""
-    seed = trajectory.sampling.seed
-    if seed is None:
-        return trajectory.sampling
-    return trajectory.sampling.model_copy(update={"seed": (seed + 100_003 * trajectory.sample + index) % 2**31})
+def _ended(state: AgentState, termination: Termination, error: str | None = None) -> AgentState:
+    trajectory = state.trajectory.model_copy(update={"termination": termination, "error": error})
+    return dataclasses.replace(state, trajectory=trajectory, done=True)
 
 
-def _started_sandbox(files: list[str], config: AgentConfig, options: dict[str, object]) -> Sandbox:
-    sandbox = Sandbox(files, mode=config.sandbox_mode, limits=config.limits, **options)  # type: ignore[arg-type]
+def _started_sandbox(files: list[str], config: AgentConfig, executor: Executor | None) -> Sandbox:
+    sandbox = Sandbox(
+        files, mode=config.sandbox_mode, limits=config.limits, require_isolation=config.require_isolation,
+        executor=executor,
+    )  # fmt: skip
     sandbox.prestart()
     return sandbox
 
@@ -196,13 +265,5 @@ def build_context(task: Task, max_chars: int) -> PromptContext:
 @functools.lru_cache(maxsize=256)
 def _file_info(path: str, mtime_ns: int, size: int, max_chars: int) -> tuple[str, bool]:
     """A file's rendered description and whether it is a database, remembered per file version:
-    many tasks and samples share a file, and describing it holds the GIL for tens of milliseconds."""
+    many tasks and trials share a file, and describing it holds the GIL for tens of milliseconds."""
     return describe(path, max_chars=max_chars).render(), detect_kind(path) == FileKind.SQLITE
-
-
-def clip_middle(text: str, max_chars: int) -> str:
-    """Keep the head and the tail of a long observation, with a note of what was cut."""
-    if len(text) <= max_chars:
-        return text
-    half = max_chars // 2
-    return f"{text[:half]}\n... [{len(text) - 2 * half} characters cut] ...\n{text[-half:]}"

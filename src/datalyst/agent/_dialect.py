@@ -7,6 +7,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from datalyst.sandbox import PREINSTALLED
 from datalyst.tasks import Task
 
 
@@ -42,6 +43,8 @@ class PromptContext(BaseModel):
     """Meta-information of the files (``datalyst.data.describe``), already bounded."""
     has_database: bool = False
     """A SQLite file is among the files, so ``get_db_info()`` and ``execute_sql()`` are available."""
+    libraries: list[str] = list(PREINSTALLED)
+    """What code can import in the sandbox (besides the standard library)."""
 
 
 class Dialect(Protocol):
@@ -49,7 +52,8 @@ class Dialect(Protocol):
 
     name: str
     stop: tuple[str, ...]
-    """Stop sequences that keep the model from writing the observation itself."""
+    """Stop sequences: generation ends at the end of the first action (its closing tag, kept in the
+    text) or where the model starts writing the observation itself."""
 
     def opening(self, context: PromptContext) -> tuple[str, str]:
         """The system prompt and the first user message."""
@@ -57,6 +61,13 @@ class Dialect(Protocol):
 
     def parse(self, completion: str) -> Step:
         """Read one assistant turn; never raises (a turn that cannot be read is void)."""
+        ...
+
+    def action_end(self, completion: str) -> int:
+        """Where the turn's first action ends (after its closing tags); the kept turn is the text before.
+
+        For a void turn, where the observation marker begins (or the end of the text).
+        """
         ...
 
     def render(self, step: Step) -> str:

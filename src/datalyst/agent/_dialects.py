@@ -22,6 +22,7 @@ import functools
 import re
 from collections.abc import Callable
 from importlib import resources
+from typing import NamedTuple
 
 import jinja2
 import yaml
@@ -53,23 +54,48 @@ def _templates(name: str) -> dict[str, jinja2.Template]:
     return {key: env.from_string(data[key]) for key in _PROMPT_KEYS}
 
 
-def _choose(thought: str, answer: tuple[int, str] | None, code: tuple[int, str] | None) -> Step:
-    """The Step for the first of two candidate actions (position, text); empty code means void."""
-    if answer and (code is None or answer[0] < code[0]):
-        return Step(thought=thought, answer=answer[1])
-    if code and code[1]:
-        return Step(thought=thought, code=code[1])
-    return Step(thought=thought)
+class _Action(NamedTuple):
+    """A candidate action of a turn: where it starts, its text (code or answer) and where it ends."""
+
+    start: int
+    text: str
+    end: int
 
 
-def _action_start(answer: tuple[int, str] | None, code: tuple[int, str] | None, default: int) -> int:
-    return min([candidate[0] for candidate in (answer, code) if candidate] or [default])
+def _choose(thought: str, answer: _Action | None, code: _Action | None, length: int) -> tuple[Step, int]:
+    """The Step for the first of two candidate actions, and where the kept turn ends (empty code: void)."""
+    if answer and (code is None or answer.start < code.start):
+        return Step(thought=thought, answer=answer.text), answer.end
+    if code and code.text:
+        return Step(thought=thought, code=code.text), code.end
+    return Step(thought=thought), length
+
+
+def _action_start(answer: _Action | None, code: _Action | None, default: int) -> int:
+    return min([candidate.start for candidate in (answer, code) if candidate] or [default])
+
+
+def _after_closing(text: str, end: int, closing: re.Pattern[str]) -> int:
+    """``end`` moved past closing tags (of enclosing elements) that directly follow it."""
+    while match := closing.match(text, end):
+        end = match.end()
+    return end
 
 
 class _PromptedDialect:
     """Opening prompt and void feedback from the dialect's YAML templates."""
 
     name: str
+
+    def parse(self, completion: str) -> Step:
+        return self._read(completion)[0]
+
+    def action_end(self, completion: str) -> int:
+        return self._read(completion)[1]
+
+    def _read(self, completion: str) -> tuple[Step, int]:
+        """The parsed turn and where its first action ends."""
+        raise NotImplementedError
 
     def opening(self, context: PromptContext) -> tuple[str, str]:
         templates, variables = _templates(self.name), dict(context)
@@ -87,25 +113,27 @@ class DataMindDialect(_PromptedDialect):
     """``<think>`` reasoning, ``<code>```python …```</code>``, ``<interpreter>`` output, ``<answer>``."""
 
     name = "datamind"
-    stop = ("<interpreter>",)
+    stop = ("</code>", "</answer>", "<interpreter>")
     _tags = tag_pattern(("think", "code", "answer", "interpreter"))
     _stop = re.compile(r"<\s*interpreter\s*>", re.IGNORECASE)
 
-    def parse(self, completion: str) -> Step:
+    def _read(self, completion: str) -> tuple[Step, int]:
         text = cut_at(completion, self._stop)
         blocks = find_blocks(text, self._tags)
         answer = _first_answer(text, blocks)
         code = None
         for block in blocks:
-            if block.name == "code" and (found := code_in_region(text, block.content_start, block.end)):
-                code = (block.start, found)
-                break
+            if block.name == "code":
+                found, end = code_in_region(text, block.content_start, block.end)
+                if found:
+                    code = _Action(block.start, found, block.close_end or end)
+                    break
         if code is None:
             spans = [(b.start, b.end) for b in blocks if b.name == "answer"]
             if fences := python_fences(text, spans):
-                code = (fences[0].start, fences[0].code)
+                code = _Action(fences[0].start, fences[0].code, fences[0].end)
         stop = _action_start(answer, code, len(text))
-        return _choose(thought_before(text, blocks, "think", stop, self._tags), answer, code)
+        return _choose(thought_before(text, blocks, "think", stop, self._tags), answer, code, len(text))
 
     def render(self, step: Step) -> str:
         parts = [f"<think>\n{step.thought}\n</think>"] if step.thought else []
@@ -120,10 +148,10 @@ class DataMindDialect(_PromptedDialect):
         return f"<interpreter>\n{body}\n</interpreter>"
 
 
-def _first_answer(text: str, blocks: list[Block]) -> tuple[int, str] | None:
+def _first_answer(text: str, blocks: list[Block]) -> _Action | None:
     for block in blocks:
         if block.name == "answer" and (answer := unwrap_fence(block.content(text))):
-            return block.start, answer
+            return _Action(block.start, answer, block.close_end or block.end)
     return None
 
 
@@ -150,7 +178,7 @@ class JupiterDialect(_PromptedDialect):
     # Only the exact stop string, or the keyword opening a line, ends the turn: "my observation: ..."
     # inside a thought must not cut the code that follows it.
 
-    def parse(self, completion: str) -> Step:
+    def _read(self, completion: str) -> tuple[Step, int]:
         text = cut_at(completion, self._stop)
         labels = list(_LABEL.finditer(text))
         ends = [label.start() for label in labels[1:]] + [len(text)] * bool(labels)
@@ -158,8 +186,9 @@ class JupiterDialect(_PromptedDialect):
         for label, end in zip(labels, ends, strict=True):
             if label.group(1).lower().endswith("answer"):
                 answer_spans.append((label.start(), end))
-                if answer is None and (found := _paragraph(text[label.end() : end])):
-                    answer = (label.start(), found)
+                if answer is None:
+                    found, found_end = _paragraph(text, label.end(), end)
+                    answer = _Action(label.start(), found, found_end) if found else None
         code = None
         fences = python_fences(text, answer_spans)
         actions = [label for label in labels if label.group(1).lower() == "action"]
@@ -168,7 +197,7 @@ class JupiterDialect(_PromptedDialect):
         if fences:
             fence = fences[0]
             before = [label.start() for label in actions if label.end() <= fence.start]
-            code = (before[-1] if before else fence.start, fence.code)
+            code = _Action(before[-1] if before else fence.start, fence.code, fence.end)
         stop = _action_start(answer, code, len(text))
         thoughts = [
             text[label.end() : min(end, stop)].strip()
@@ -176,7 +205,7 @@ class JupiterDialect(_PromptedDialect):
             if label.group(1).lower() == "thought" and label.start() < stop
         ]
         thought = "\n\n".join(part for part in thoughts if part) or _LABEL.sub("", text[:stop]).strip()
-        return _choose(thought, answer, code)
+        return _choose(thought, answer, code, len(text))
 
     def render(self, step: Step) -> str:
         parts = [f"Thought: {step.thought}"] if step.thought else []
@@ -190,13 +219,20 @@ class JupiterDialect(_PromptedDialect):
         return "Observation: " + text.strip("\n")
 
 
-def _paragraph(text: str) -> str:
-    """The answer after its keyword: a fenced answer unwrapped, else the first paragraph before any fence."""
-    text = text.strip()
-    if text.startswith(FENCE):
-        return unwrap_fence(text)
-    text = text.split(FENCE, 1)[0]
-    return _BLANK_LINE.split(text, 1)[0].strip()
+def _paragraph(text: str, start: int, stop: int) -> tuple[str, int]:
+    """The answer after its keyword (in ``text[start:stop]``) and where it ends.
+
+    A fenced answer is unwrapped; otherwise the answer is the first paragraph before any fence.
+    """
+    region = text[start:stop]
+    stripped = region.strip()
+    if stripped.startswith(FENCE):
+        return unwrap_fence(stripped), stop
+    fence = region.find(FENCE)
+    cut = len(region) if fence == -1 else fence
+    blank = _BLANK_LINE.search(region, 0, cut)
+    cut = blank.start() if blank else cut
+    return region[:cut].strip(), start + len(region[:cut].rstrip())
 
 
 class DatarusDialect(_PromptedDialect):
@@ -208,13 +244,14 @@ class DatarusDialect(_PromptedDialect):
     """
 
     name = "datarus"
-    stop = ("<observation>",)
+    stop = ("</step>", "</stop_analysis>", "<observation>")
     _tags = tag_pattern(("step", "thought", "action", "action_input", "answer", "stop_analysis", "observation"))
     _stop = re.compile(r"<\s*observation\s*>", re.IGNORECASE)
     _stop_analysis_end = re.compile(r"<\s*/\s*stop_analysis\s*>", re.IGNORECASE)
+    _enclosing_end = re.compile(r"\s*<\s*/\s*(?:step|stop_analysis)\s*>", re.IGNORECASE)
     _tool = "python_executor"
 
-    def parse(self, completion: str) -> Step:
+    def _read(self, completion: str) -> tuple[Step, int]:
         text = cut_at(completion, self._stop)
         blocks = find_blocks(text, self._tags)
         answer = _first_answer(text, blocks) or self._stop_analysis_answer(text, blocks)
@@ -222,22 +259,25 @@ class DatarusDialect(_PromptedDialect):
         action = next((block for block in blocks if block.name == "action"), None)
         tool = re.split(r"\n|" + FENCE, action.content(text), maxsplit=1)[0].strip().lower() if action else ""
         if action and tool != self._tool:
-            code = (action.start, "")  # a tool we do not have: void unless an answer came first
+            code = _Action(action.start, "", len(text))  # a tool we do not have: void unless an answer came first
         else:
             for block in blocks:
-                if block.name == "action_input" and (found := code_in_region(text, block.content_start, block.end)):
-                    code = (block.start, found)
-                    break
+                if block.name == "action_input":
+                    found, end = code_in_region(text, block.content_start, block.end)
+                    if found:
+                        code = _Action(block.start, found, block.close_end or end)
+                        break
             if code is None:
                 spans = [(b.start, b.end) for b in blocks if b.name in ("answer", "stop_analysis")]
                 if fences := python_fences(text, spans):
-                    code = (fences[0].start, fences[0].code)
+                    code = _Action(fences[0].start, fences[0].code, fences[0].end)
             if code and action:
-                code = (min(code[0], action.start), code[1])
+                code = code._replace(start=min(code.start, action.start))
         stop = _action_start(answer, code, len(text))
-        return _choose(thought_before(text, blocks, "thought", stop, self._tags), answer, code)
+        step, end = _choose(thought_before(text, blocks, "thought", stop, self._tags), answer, code, len(text))
+        return step, _after_closing(text, end, self._enclosing_end)
 
-    def _stop_analysis_answer(self, text: str, blocks: list[Block]) -> tuple[int, str] | None:
+    def _stop_analysis_answer(self, text: str, blocks: list[Block]) -> _Action | None:
         """The text of a ``<stop_analysis>`` that has no ``<answer>``, its thoughts left out."""
         opening = next((block for block in blocks if block.name == "stop_analysis"), None)
         if opening is None:
@@ -251,7 +291,7 @@ class DatarusDialect(_PromptedDialect):
                 position = min(block.end, end)
         pieces.append(text[position:end])
         found = unwrap_fence(strip_tags("".join(pieces), self._tags))
-        return (end, found) if found else None
+        return _Action(end, found, closing.end() if closing else end) if found else None
 
     def render(self, step: Step) -> str:
         thought = f"<thought>\n{step.thought}\n</thought>\n" if step.thought else ""

@@ -40,7 +40,7 @@ def to_messages(trajectory: Trajectory) -> list[TrainingMessage]:
         TrainingMessage(role=Role.USER, content=trajectory.first_message, is_environment=True),
     ]
     for turn in trajectory.turns:
-        messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.raw, is_environment=False))
+        messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.text, is_environment=False))
         if (reply := observation_message(dialect, turn)) is not None:
             messages.append(TrainingMessage(role=Role.USER, content=reply, is_environment=True))
     return messages

@@ -46,6 +46,8 @@ class Block:
     content_start: int
     end: int
     """End of the content (the next tag, or the end of the text)."""
+    close_end: int | None = None
+    """End of the block's own closing tag when the next tag closes it (None: left open)."""
 
     def content(self, text: str) -> str:
         return text[self.content_start : self.end]
@@ -58,8 +60,10 @@ def find_blocks(text: str, pattern: re.Pattern[str]) -> list[Block]:
     for index, tag in enumerate(tags):
         if tag.group(1):  # a closing tag
             continue
-        end = tags[index + 1].start() if index + 1 < len(tags) else len(text)
-        blocks.append(Block(tag.group(2).lower(), tag.start(), tag.end(), end))
+        name, following = tag.group(2).lower(), tags[index + 1] if index + 1 < len(tags) else None
+        end = following.start() if following else len(text)
+        closes = following is not None and following.group(1) and following.group(2).lower() == name
+        blocks.append(Block(name, tag.start(), tag.end(), end, following.end() if closes else None))
     return blocks
 
 
@@ -134,19 +138,19 @@ def clean_code(code: str) -> str:
     return textwrap.dedent(code).strip("\n").rstrip()
 
 
-def code_in_region(text: str, start: int, stop: int) -> str:
-    """The code of an explicit code region (a code tag): its first fence, else the region itself.
+def code_in_region(text: str, start: int, stop: int) -> tuple[str, int]:
+    """The code of an explicit code region (a code tag) and where it ends: its first fence, else the region.
 
     Any fence language counts here, because the tag already says the content is code. An
     unfenced region may begin with a lone language line (``<code>python``), which is dropped.
     """
     fences = find_fences(text, start, stop)
     if fences:
-        return clean_code(fences[0].body)
+        return clean_code(fences[0].body), fences[0].end
     lines = text[start:stop].strip("\n").split("\n", 1)
     if _PYTHON_LANG.fullmatch(lines[0].strip()):
         lines = lines[1:]
-    return clean_code("\n".join(lines))
+    return clean_code("\n".join(lines)), stop
 
 
 def python_fences(text: str, skip: Sequence[tuple[int, int]] = ()) -> list[Fence]:

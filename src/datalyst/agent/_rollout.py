@@ -1,7 +1,8 @@
-"""Run many tasks x samples concurrently, appending each trajectory to a JSONL file as it finishes.
+"""Many trajectories at once: in memory, grouped per task (for RL), or appended to a JSONL file (resumable).
 
 Generation and execution overlap: while some trajectories wait for the model, others run cells.
-A re-run skips the ids already in the file, so an interrupted rollout resumes where it stopped.
+A failure on our side (model server, sandbox) becomes a FAILED trajectory instead of stopping the
+others; a resumed file rollout runs those again. Cancelling a rollout closes every sandbox first.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import asyncio
 import json
 import logging
 import time
-from collections import Counter
-from collections.abc import Collection, Sequence
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,8 @@ from rich.progress import (
 )
 
 from datalyst import __version__
-from datalyst.agent._loop import Agent
+from datalyst.agent._agent import Agent
+from datalyst.agent._store import drop_torn_tail, finished_ids
 from datalyst.agent._trajectory import Termination, Trajectory
 from datalyst.files import write_atomic
 from datalyst.provenance import git_revision
@@ -51,17 +53,63 @@ class RolloutSummary(BaseModel):
         return self.written / self.duration_s if self.duration_s else 0.0
 
 
-def finished_ids(path: Path) -> set[str]:
-    """Ids of the trajectories already written (a torn last line is ignored)."""
-    ids: set[str] = set()
-    if path.exists():
-        with path.open() as f:
-            for line in f:
-                try:
-                    ids.add(json.loads(line)["id"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-    return ids
+async def rollout_groups(
+    tasks: Sequence[Task],
+    agent: Agent,
+    trials: int,
+    *,
+    concurrency: int = 8,
+    skip_ids: Collection[str] = (),
+    on_trajectory: Callable[[Trajectory], None] | None = None,
+) -> AsyncIterator[list[Trajectory]]:
+    """Run every task ``trials`` times, at most ``concurrency`` at once; yield each task's trajectories
+    (in trial order) as soon as all of them have finished.
+
+    Trials whose ids (``<task id>#<trial>``) are in ``skip_ids`` are not run, so a group holds only the
+    others (a task with none left yields nothing). ``on_trajectory`` sees every trajectory as it finishes.
+    """
+    jobs = [(task, trial) for task in tasks for trial in range(trials) if f"{task.id}#{trial}" not in skip_ids]
+    expected = Counter(task.id for task, _ in jobs)
+    queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    groups: asyncio.Queue[list[Trajectory]] = asyncio.Queue()
+    pending: defaultdict[str, list[Trajectory]] = defaultdict(list)
+    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="datalyst-rollout")
+
+    async def worker() -> None:
+        while not queue.empty():
+            task, trial = queue.get_nowait()
+            trajectory = await _run_one(agent, task, trial, executor)
+            if on_trajectory is not None:
+                on_trajectory(trajectory)
+            pending[task.id].append(trajectory)
+            if len(pending[task.id]) == expected[task.id]:
+                groups.put_nowait(sorted(pending.pop(task.id), key=lambda t: t.trial))
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(jobs)))]
+    try:
+        for _ in expected:
+            yield await _next_group(groups, workers)
+    finally:
+        for running in workers:
+            running.cancel()
+        # Each cancelled trajectory closes its sandbox in the executor: let that happen before it stops.
+        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.get_running_loop().run_in_executor(None, executor.shutdown)
+
+
+async def _next_group(groups: asyncio.Queue[list[Trajectory]], workers: list[asyncio.Task[None]]) -> list[Trajectory]:
+    """The next finished group; a worker that died of a bug (not a trajectory failure) raises here."""
+    getter = asyncio.ensure_future(groups.get())
+    try:
+        await asyncio.wait([getter, *workers], return_when=asyncio.FIRST_COMPLETED)
+        for worker in workers:
+            if worker.done() and not worker.cancelled() and worker.exception() is not None:
+                raise worker.exception()  # type: ignore[misc]
+        return await getter
+    finally:
+        getter.cancel()
 
 
 async def rollout(
@@ -69,70 +117,59 @@ async def rollout(
     agent: Agent,
     out_path: str | Path,
     *,
-    n_samples: int = 1,
+    trials: int = 1,
     concurrency: int = 8,
     skip_ids: Collection[str] = (),
     progress: bool = True,
 ) -> RolloutSummary:
-    """Run ``agent`` on every task ``n_samples`` times, at most ``concurrency`` at once.
+    """Run ``agent`` on every task ``trials`` times into ``out_path``, each trajectory appended as it finishes.
 
-    Trajectories already in ``out_path``, or named in ``skip_ids`` (finished elsewhere), are skipped.
+    Trajectories finished in ``out_path`` already, or named in ``skip_ids`` (finished elsewhere), are
+    skipped; failed ones are run again (the failed attempt stays in the file; readers take the latest).
     """
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    _drop_torn_tail(out_path)
+    drop_torn_tail(out_path)
     done = finished_ids(out_path) | set(skip_ids)
-    jobs = [(task, s) for task in tasks for s in range(n_samples) if f"{task.id}#{s}" not in done]
-    _write_manifest(out_path, agent, n_samples=n_samples, concurrency=concurrency)
-    queue: asyncio.Queue[tuple[Task, int] | None] = asyncio.Queue(maxsize=2 * concurrency)
+    todo = sum(f"{task.id}#{trial}" not in done for task in tasks for trial in range(trials))
+    _write_manifest(out_path, agent, trials=trials, concurrency=concurrency)
     counts: Counter[str] = Counter()
     started = time.monotonic()
-    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="datalyst-rollout")
     bar = _progress(progress)
-    bar_task = bar.add_task("rollout", total=len(jobs), rate="")
-    with bar, out_path.open("a") as sink:
+    bar_task = bar.add_task("rollout", total=todo, rate="")
+    with bar, out_path.open("a", encoding="utf-8") as sink:
 
-        async def worker() -> None:
-            while (job := await queue.get()) is not None:
-                trajectory = await _run_one(agent, *job, executor)
-                sink.write(trajectory.model_dump_json() + "\n")
-                sink.flush()
-                counts[trajectory.termination] += 1
-                done_count = sum(counts.values())
-                bar.update(bar_task, advance=1, rate=f"{done_count / (time.monotonic() - started):.2f} traj/s")
+        def record(trajectory: Trajectory) -> None:
+            sink.write(trajectory.model_dump_json() + "\n")
+            sink.flush()
+            counts[trajectory.termination] += 1
+            rate = sum(counts.values()) / (time.monotonic() - started)
+            bar.update(bar_task, advance=1, rate=f"{rate:.2f} traj/s")
 
-        workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
-        try:
-            for job in jobs:
-                await queue.put(job)
-            for _ in workers:
-                await queue.put(None)
-            await asyncio.gather(*workers)
-        finally:
-            for task in workers:
-                task.cancel()
-            executor.shutdown(wait=False, cancel_futures=True)
+        groups = rollout_groups(tasks, agent, trials, concurrency=concurrency, skip_ids=done, on_trajectory=record)
+        async for _ in groups:
+            pass
     return RolloutSummary(
         written=sum(counts.values()),
-        skipped=len(tasks) * n_samples - len(jobs),
+        skipped=len(tasks) * trials - todo,
         terminations=dict(counts),
         duration_s=time.monotonic() - started,
     )
 
 
-async def _run_one(agent: Agent, task: Task, sample: int, executor: ThreadPoolExecutor) -> Trajectory:
+async def _run_one(agent: Agent, task: Task, trial: int, executor: ThreadPoolExecutor) -> Trajectory:
     """One trajectory; any failure of ours becomes a FAILED trajectory instead of stopping the others."""
     try:
-        return await agent.arun(task, sample=sample, executor=executor)
+        return await agent.arun(task, trial=trial, executor=executor)
     except Exception as exc:  # recorded, never raised: one broken task must not end the rollout
-        log.warning("trajectory %s#%d failed: %s", task.id, sample, exc)
+        log.warning("trajectory %s#%d failed: %s", task.id, trial, exc)
         return Trajectory(
-            id=f"{task.id}#{sample}",
+            id=f"{task.id}#{trial}",
             task=task,
-            sample=sample,
+            trial=trial,
             dialect=agent.dialect.name,
             model=agent.model.spec,
-            sampling=agent.config.sampling,
+            sampling=agent.sampling,
             system_prompt="",
             first_message="",
             termination=Termination.FAILED,
@@ -140,16 +177,6 @@ async def _run_one(agent: Agent, task: Task, sample: int, executor: ThreadPoolEx
             started_at=datetime.now(UTC),
             datalyst_version=__version__,
         )
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a last line left half-written by an interrupted run, so new lines do not join it."""
-    if not path.exists():
-        return
-    with path.open("rb+") as f:
-        data = f.read()
-        if data and not data.endswith(b"\n"):
-            f.truncate(data.rfind(b"\n") + 1)
 
 
 def _progress(enabled: bool) -> Progress:

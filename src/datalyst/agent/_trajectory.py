@@ -1,18 +1,24 @@
-"""The trajectory record: everything one agent run did, versioned, written as one JSON line."""
+"""The trajectory record: everything one agent run did, versioned, written as one JSON line.
+
+Schema 2 (this version) renamed ``sample`` to ``trial`` and gave each turn the text kept in the
+conversation (``text``) beside the raw completion, with its token ids and log-probabilities.
+Records of schema 1 are migrated when read; records of a newer schema are refused.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from datalyst.agent._dialect import ActionKind
 from datalyst.llm import SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Termination(StrEnum):
@@ -23,7 +29,7 @@ class Termination(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"
     """The conversation no longer fits the model's context."""
     FAILED = "failed"
-    """Our side failed (model server, sandbox); ``Trajectory.error`` says how."""
+    """Our side failed (model server, sandbox); ``Trajectory.error`` says how. A resumed run retries it."""
 
 
 class Turn(BaseModel):
@@ -33,7 +39,14 @@ class Turn(BaseModel):
 
     index: int
     raw: str
-    """The completion exactly as the model wrote it."""
+    """The completion exactly as the model wrote it (for the record)."""
+    text: str
+    """The assistant message kept in the conversation: ``raw`` cut after its first action. The model
+    saw this text in every later turn, and training examples are built from it."""
+    token_ids: list[int] | None = None
+    """Token ids of ``text`` as generated (None when the backend gives none)."""
+    logprobs: list[float] | None = None
+    """Log-probability of each token of ``token_ids`` under the sampling model (when asked for)."""
     thought: str = ""
     kind: ActionKind
     code: str | None = None
@@ -61,9 +74,9 @@ class Trajectory(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     id: str
-    """``<task id>#<sample index>``: unique within a run, the key for resuming."""
+    """``<task id>#<trial>``: unique within a run, the key for resuming."""
     task: Task
-    sample: int = 0
+    trial: int = 0
     dialect: str
     model: str
     sampling: SamplingParams
@@ -77,6 +90,28 @@ class Trajectory(BaseModel):
     duration_s: float = 0.0
     datalyst_version: str = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """Bring a record of an older schema up to this one; refuse a newer one."""
+        if not isinstance(data, dict):
+            return data
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise ValueError(
+                f"trajectory schema {version} is newer than this datalyst reads ({SCHEMA_VERSION}); upgrade datalyst"
+            )
+        if version == 1:
+            data = {**data, "schema_version": SCHEMA_VERSION, "trial": data.get("sample", 0)}
+            data.pop("sample", None)
+            # Schema 1 kept the whole completion in the conversation: that is what the model saw.
+            data["turns"] = [{**turn, "text": turn.get("raw", "")} for turn in data.get("turns", [])]
+        return data
+
     @property
     def n_void_turns(self) -> int:
         return sum(turn.is_void for turn in self.turns)
+
+    @property
+    def failed(self) -> bool:
+        return self.termination == Termination.FAILED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -36,7 +37,7 @@ class SamplingParams(BaseModel):
     max_tokens: int = Field(1024, ge=1)
     """Tokens to generate at most, per completion."""
     stop: tuple[str, ...] = ()
-    """Generation ends before any of these strings; the string itself is not returned."""
+    """Generation ends at the first of these strings; the text keeps it (see :attr:`Completion.stop`)."""
     seed: int | None = None
     logprobs: bool = False
     """Return the log-probability of each generated token (when the backend can)."""
@@ -48,14 +49,46 @@ class TokenLogprob(BaseModel):
 
 
 class Completion(BaseModel):
-    """One generated continuation."""
+    """One generated continuation.
+
+    When generation ended at a stop string, ``text`` ends with it (plus whatever else the last token held),
+    so ``text`` is exactly what the model produced. ``token_ids``, ``offsets`` and ``logprobs`` describe the
+    same tokens when the backend reports them: ``offsets[i]`` is the length of the text tokens ``0..i``
+    decode to, so ``offsets[-1] == len(text)``.
+    """
 
     text: str
     finish_reason: str
     """``stop`` (a stop string or the end of the answer), ``length`` (max_tokens reached) or a backend's own."""
+    stop: str | None = None
+    """The stop string that ended generation, if one did."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    token_ids: list[int] | None = None
+    offsets: list[int] | None = None
     logprobs: list[TokenLogprob] | None = None
+    """One per token, aligned with ``token_ids`` when both are present."""
+
+    def cut(self, n_chars: int) -> Completion:
+        """The shortest prefix of whole tokens covering the first ``n_chars`` characters.
+
+        Without offsets the text is cut at ``n_chars`` and token ids and logprobs are dropped, since
+        nothing says which tokens the shorter text holds.
+        """
+        if n_chars >= len(self.text):
+            return self
+        if self.offsets is None:
+            return self.model_copy(update={"text": self.text[:n_chars], "token_ids": None, "logprobs": None})
+        kept = bisect_left(self.offsets, n_chars) + 1 if n_chars > 0 else 0
+        return self.model_copy(
+            update={
+                "text": self.text[: self.offsets[kept - 1]] if kept else "",
+                "completion_tokens": kept,
+                "token_ids": self.token_ids[:kept] if self.token_ids is not None else None,
+                "offsets": self.offsets[:kept],
+                "logprobs": self.logprobs[:kept] if self.logprobs is not None else None,
+            }
+        )
 
 
 @runtime_checkable

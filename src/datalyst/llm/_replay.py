@@ -2,8 +2,9 @@
 
 ``ReplayModel(["first answer", "second answer"])`` answers the first call with ``"first answer"``, the
 next with ``"second answer"``, and raises :class:`ModelResponseError` after that. It cuts each text the
-way a server would: at the first of ``params.stop`` (``finish_reason="stop"``), then after
-``params.max_tokens`` tokens (``finish_reason="length"``). Tokens are whitespace-separated words.
+way a server would: just after the first of ``params.stop`` (``finish_reason="stop"``, the stop string
+kept), then after ``params.max_tokens`` tokens (``finish_reason="length"``). Tokens are the recorded ones
+when a completion carries offsets (or logprobs naming its tokens), else whitespace-separated words.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import json
 import re
 from collections.abc import Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Self
 
@@ -111,9 +113,14 @@ class ReplayModel:
 
 
 def _as_completion(item: str | Completion) -> Completion:
-    if isinstance(item, Completion):
-        return item
-    return Completion(text=item, finish_reason="stop", completion_tokens=_count_tokens(item))
+    if isinstance(item, str):
+        return Completion(text=item, finish_reason="stop", completion_tokens=_count_tokens(item))
+    if item.offsets is None and item.logprobs is not None:
+        # Recorded logprobs name their tokens, which is enough to know where each one ends.
+        ends = list(accumulate(len(token.token) for token in item.logprobs))
+        if ends and ends[-1] == len(item.text):
+            return item.model_copy(update={"offsets": ends})
+    return item
 
 
 def _read_line(path: Path, number: int, line: str) -> str | Completion:
@@ -132,33 +139,29 @@ def _count_tokens(text: str) -> int:
 
 
 def _as_served(recorded: Completion, params: SamplingParams, prompt_tokens: int) -> Completion:
-    """``recorded`` as a server would return it for ``params``."""
-    text, finish_reason = recorded.text, recorded.finish_reason
-    cut_at = min((index for stop in params.stop if (index := text.find(stop)) >= 0), default=None)
-    if cut_at is not None:
-        text, finish_reason = text[:cut_at], "stop"
-    words = list(_WORD.finditer(text))
-    if len(words) > params.max_tokens:
-        text, finish_reason = text[: words[params.max_tokens - 1].end()], "length"
-    is_whole = text == recorded.text
-    completion_tokens = recorded.completion_tokens if is_whole and recorded.completion_tokens else _count_tokens(text)
-    return Completion(
-        text=text,
-        finish_reason=finish_reason,
-        prompt_tokens=recorded.prompt_tokens or prompt_tokens,
-        completion_tokens=completion_tokens,
-        logprobs=_logprobs(recorded, text) if params.logprobs else None,
+    """``recorded`` as a server would return it for ``params``: ended at a stop string (kept) or at max_tokens."""
+    served = recorded
+    hit = min(
+        ((index + len(stop), stop) for stop in params.stop if (index := recorded.text.find(stop)) >= 0), default=None
     )
-
-
-def _logprobs(recorded: Completion, text: str) -> list[TokenLogprob]:
-    """The recorded logprobs covering ``text``, or a logprob of 0 (certainty) per word when none were recorded."""
-    if recorded.logprobs is None:
-        return [TokenLogprob(token=word, logprob=0.0) for word in _WORD.findall(text)]
-    kept, length = [], 0
-    for token in recorded.logprobs:
-        if length >= len(text):
-            break
-        kept.append(token)
-        length += len(token.token)
-    return kept
+    if hit is not None:
+        served = recorded.cut(hit[0]).model_copy(update={"finish_reason": "stop", "stop": hit[1]})
+    ends = served.offsets if served.offsets is not None else [word.end() for word in _WORD.finditer(served.text)]
+    if len(ends) > params.max_tokens:
+        served = served.cut(ends[params.max_tokens - 1]).model_copy(update={"finish_reason": "length", "stop": None})
+    if served.offsets is not None:
+        completion_tokens = len(served.offsets)
+    elif served.text == recorded.text and recorded.completion_tokens:
+        completion_tokens = recorded.completion_tokens
+    else:
+        completion_tokens = _count_tokens(served.text)
+    logprobs = None
+    if params.logprobs:
+        logprobs = served.logprobs or [TokenLogprob(token=word, logprob=0.0) for word in _WORD.findall(served.text)]
+    return served.model_copy(
+        update={
+            "prompt_tokens": recorded.prompt_tokens or prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "logprobs": logprobs,
+        }
+    )

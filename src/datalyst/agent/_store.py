@@ -1,0 +1,64 @@
+"""Trajectory files: JSONL appended as trajectories finish, read back with one rule for every reader.
+
+The rule: a file may hold several attempts of one id (a failed attempt and its retry, say); the
+attempt that started last is the trajectory, in one file or across several (the shards of a run).
+Only a torn last line (an interrupted write) is skipped; any other line that is not a trajectory
+stops the reader with a message naming the file and line, so nothing vanishes silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from datalyst.agent._trajectory import Trajectory
+from datalyst.errors import DataFileError
+
+
+def read_trajectories(paths: Path | Iterable[Path]) -> list[Trajectory]:
+    """The latest attempt of every trajectory id in ``paths`` (missing files hold none), in first-seen order."""
+    chosen: dict[str, Trajectory] = {}
+    for path in [paths] if isinstance(paths, Path) else paths:
+        for trajectory in _read_file(path):
+            current = chosen.get(trajectory.id)
+            if current is None or trajectory.started_at >= current.started_at:
+                chosen[trajectory.id] = trajectory
+    return list(chosen.values())
+
+
+def finished_ids(paths: Path | Iterable[Path]) -> set[str]:
+    """Ids whose latest attempt did not fail on our side: a resumed run skips these and retries the rest."""
+    return {t.id for t in read_trajectories(paths) if not t.failed}
+
+
+def drop_torn_tail(path: Path) -> None:
+    """Cut a last line left half-written by an interrupted run, so new lines do not join it."""
+    if not path.exists():
+        return
+    with path.open("rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def _read_file(path: Path) -> Iterable[Trajectory]:
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as f:
+        lines = f.readlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield Trajectory.model_validate_json(line)
+        except ValidationError as exc:
+            if number == len(lines) and not line.endswith("\n"):
+                return  # torn by an interrupted write; the next run cuts it off
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "record"
+            raise DataFileError(
+                f"{path} line {number} is not a trajectory ({where}: {problem['msg']}); "
+                "restore the file or move the line out"
+            ) from None

@@ -1,0 +1,64 @@
+"""Training examples: a trajectory as token ids with a loss mask, for one tokenizer and chat template.
+
+The conversation is rendered with the model's chat template exactly as the model saw it turn after
+turn. The mask is 1 on the agent's own text (each assistant message and the end-of-turn token that
+closes it) and 0 on everything the environment wrote: the system prompt, the task, every
+observation, and the template's own role headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from datalyst.agent._export import to_messages
+from datalyst.agent._trajectory import Trajectory
+from datalyst.errors import ConfigError
+from datalyst.llm import ChatMessage, ChatTokenizer
+
+
+class TrainingExample(BaseModel):
+    """Token ids of a whole conversation and, per token, whether the loss counts it."""
+
+    trajectory_id: str
+    input_ids: list[int]
+    loss_mask: list[int]
+    """1 on the agent's tokens, 0 on the environment's; as long as ``input_ids``."""
+
+
+def training_example(trajectory: Trajectory, tokenizer: ChatTokenizer) -> TrainingExample:
+    """``trajectory`` as ids and mask for ``tokenizer``; ConfigError if its template changes a message's text."""
+    messages = to_messages(trajectory)
+    chat = [ChatMessage(role=message.role, content=message.content) for message in messages]
+    rendered = tokenizer.render(chat, add_generation_prompt=False)
+    spans = [
+        _assistant_span(tokenizer, chat, index, rendered)
+        for index, message in enumerate(messages)
+        if not message.is_environment
+    ]
+    input_ids: list[int] = []
+    loss_mask: list[int] = []
+    position = 0
+    for start, end in [*spans, (len(rendered), len(rendered))]:
+        for text, trained in ((rendered[position:start], 0), (rendered[start:end], 1)):
+            ids = tokenizer.encode(text) if text else []
+            input_ids += ids
+            loss_mask += [trained] * len(ids)
+        position = end
+    return TrainingExample(trajectory_id=trajectory.id, input_ids=input_ids, loss_mask=loss_mask)
+
+
+def _assistant_span(
+    tokenizer: ChatTokenizer, chat: Sequence[ChatMessage], index: int, rendered: str
+) -> tuple[int, int]:
+    """Where message ``index`` (an assistant turn) and its end-of-turn token lie in the rendering."""
+    prompt = tokenizer.render(chat[:index], add_generation_prompt=True)
+    content, end_of_turn = chat[index].content, tokenizer.end_of_turn
+    start, end = len(prompt), len(prompt) + len(content)
+    if not (rendered.startswith(prompt) and rendered.startswith(content + end_of_turn, start)):
+        raise ConfigError(
+            f"the chat template does not write assistant turn {index} as the prompt before it, its text and "
+            f"{end_of_turn!r}; training examples need a template that keeps messages verbatim"
+        )
+    return start, end + len(end_of_turn)

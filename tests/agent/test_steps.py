@@ -1,0 +1,110 @@
+"""The step-wise agent: start, propose, advance, close; and the turn kept in the conversation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from datalyst.agent import Agent, AgentConfig, Termination, to_messages
+from datalyst.llm import Completion, ReplayModel
+from datalyst.tasks import Task
+
+QUESTION = "Which region has the highest total revenue?"
+BEST_REGION = "import pandas as pd\nprint(pd.read_csv('sales.csv').groupby('region')['revenue'].sum().idxmax())"
+
+# A first turn that writes the right code and, before seeing any output, a wrong answer (as the
+# README's example did with embedded:medium); then a turn that answers from the output.
+EAGER = {
+    "datamind": [
+        f"<think>Group by region.</think>\n<code>\n```python\n{BEST_REGION}\n```\n</code>\n<answer>North</answer>",
+        "<think>The output says West.</think>\n<answer>West</answer>",
+    ],
+    "jupiter": [
+        f"Thought: Group by region.\nAction:\n```python\n{BEST_REGION}\n```\nFormatted answer: North",
+        "Thought: The output says West.\nFormatted answer: West",
+    ],
+    "datarus": [
+        "<step>\n<thought>Group by region.</thought>\n<action>python_executor</action>\n"
+        f"<action_input>\n{BEST_REGION}\n</action_input>\n</step>\n"
+        "<stop_analysis><answer>North</answer></stop_analysis>",
+        "<stop_analysis><thought>The output says West.</thought><answer>West</answer></stop_analysis>",
+    ],
+}
+
+
+@pytest.fixture
+def sales_task(examples_dir):
+    return Task(id="best-region", question=QUESTION, files=[str(examples_dir / "sales.csv")])
+
+
+@pytest.mark.parametrize("dialect", sorted(EAGER))
+def test_text_after_the_first_action_never_reaches_the_conversation(sales_task, dialect):
+    model = ReplayModel(EAGER[dialect], per_turn=True)
+    trajectory = asyncio.run(Agent(model, AgentConfig(dialect=dialect)).arun(sales_task))
+    first = trajectory.turns[0]
+    assert first.observation == "West" and "North" not in first.text
+    assert trajectory.answer == "West" and trajectory.termination == Termination.ANSWER
+    said = [message.content for message in model.calls[-1][0] if message.role == "assistant"]
+    assert said and all("North" not in content for content in said)
+    assert all("North" not in message.content for message in to_messages(trajectory) if message.role == "assistant")
+
+
+@pytest.mark.parametrize("dialect", ["datamind", "datarus"])
+def test_generation_stops_at_the_closing_tag_of_the_first_action(sales_task, dialect):
+    trajectory = asyncio.run(
+        Agent(ReplayModel(EAGER[dialect], per_turn=True), AgentConfig(dialect=dialect)).arun(sales_task)
+    )
+    first = trajectory.turns[0]
+    assert "North" not in first.raw, "the stop sequence ends generation after the code"
+    assert first.text == first.raw and first.text.rstrip().endswith(("</code>", "</step>"))
+
+
+def test_the_kept_turn_carries_the_token_ids_of_its_text(sales_task):
+    """Ids and logprobs of the kept turn agree with its text (cut at a token boundary)."""
+    words = EAGER["jupiter"][0].split(" ")
+    pieces = [word + " " for word in words[:-1]] + [words[-1]]
+    offsets = [sum(len(piece) for piece in pieces[: i + 1]) for i in range(len(pieces))]
+    completion = Completion(
+        text="".join(pieces), finish_reason="stop", token_ids=list(range(len(pieces))), offsets=offsets
+    )
+    agent = Agent(ReplayModel([completion, EAGER["jupiter"][1]], per_turn=True), AgentConfig(dialect="jupiter"))
+    first = asyncio.run(agent.arun(sales_task)).turns[0]
+    assert first.token_ids == list(range(len(first.token_ids or [])))
+    assert "".join(pieces[: len(first.token_ids or [])]) == first.text
+    assert first.text.startswith(EAGER["jupiter"][0].split("Formatted")[0].rstrip()) and "North" not in first.text
+
+
+def test_propose_gives_candidates_and_advance_returns_a_new_state(sales_task):
+    candidates_script = [
+        f"<code>\n```python\n{BEST_REGION}\n```\n</code>",
+        "<answer>South</answer>",
+        "I am not sure.",
+    ]
+    agent = Agent(ReplayModel(candidates_script, per_turn=True), AgentConfig(max_turns=2))
+
+    async def main():
+        state = await agent.start(sales_task, trial=1)
+        try:
+            candidates = await agent.propose(state, 3)
+            assert [c.text for c in candidates] == candidates_script
+            after_code = await agent.advance(state, candidates[0])
+            after_answer = await agent.advance(state, candidates[1])
+            after_void = await agent.advance(state, candidates[2])
+            return state, after_code, after_answer, after_void
+        finally:
+            await agent.close(state)
+
+    state, after_code, after_answer, after_void = asyncio.run(main())
+    assert state.turns == [] and len(state.messages) == 2 and not state.done
+    assert after_code.turns[0].observation == "West" and not after_code.done and len(after_code.messages) == 4
+    assert after_answer.done and after_answer.trajectory.answer == "South"
+    assert after_answer.trajectory.termination == Termination.ANSWER and state.trajectory.answer is None
+    assert after_void.turns[0].is_void and after_void.errors_in_a_row == 0
+    assert after_code.trajectory.id == "best-region#1" and after_code.trajectory.trial == 1
+
+
+def test_the_last_allowed_turn_ends_the_state(sales_task):
+    agent = Agent(ReplayModel(["still thinking"] * 3, per_turn=False), AgentConfig(max_turns=1))
+    trajectory = asyncio.run(agent.arun(sales_task))
+    assert trajectory.termination == Termination.MAX_TURNS and len(trajectory.turns) == 1
