@@ -16,6 +16,11 @@ def clip_middle(text: Clippable, max_length: int, unit: str = "characters") -> C
     if len(text) <= max_length:
         return text
     half = max_length // 2
-    note = f"\n... [{len(text) - 2 * half} {unit} cut] ...\n"
+    note = cut_note(len(text) - 2 * half, unit)
     middle = note.encode() if isinstance(text, bytes) else note
     return text[:half] + middle + text[len(text) - half :]
+
+
+def cut_note(count: int, unit: str) -> str:
+    """The line that stands where ``count`` units of text were cut out (for clippers that stream)."""
+    return f"\n... [{count} {unit} cut] ...\n"

@@ -373,13 +373,13 @@ def test_thread_bomb_is_capped(open_sandbox, victim_data):
 def test_huge_output_is_truncated(open_sandbox, victim_data, mode, code, stream):
     sb = open_sandbox(mode)
     result = sb.run_python(code)
-    bound = LIMITS.max_output_chars + 100  # room for the "[... truncated ...]" notice
+    bound = LIMITS.max_output_chars + 100  # room for the "... [N bytes cut] ..." note
     assert len(result.stdout) <= bound and len(result.stderr) <= bound
     if stream == "error":
         assert result.error is not None and result.error.ename == "ValueError"
         assert len(result.error.traceback) <= bound and len(result.error.evalue) <= bound
     else:
-        assert result.truncated and "truncated" in getattr(result, stream)
+        assert result.truncated and "bytes cut]" in getattr(result, stream)
     assert len(result.render()) <= 3 * bound
     assert_contained_and_usable(sb, victim_data)
 

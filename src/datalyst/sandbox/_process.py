@@ -17,6 +17,7 @@ from datalyst.errors import SandboxError
 from datalyst.sandbox._forkserver import ForkServer
 from datalyst.sandbox._isolation import JailSpec
 from datalyst.sandbox._wire import FrameBuffer, WireError, send_frame
+from datalyst.text import cut_note
 
 STARTUP_TIMEOUT_S = 60.0
 EXIT_REPORT_TIMEOUT_S = 5.0
@@ -52,7 +53,7 @@ class OutputCap:
         tail = self.tail.decode(errors="replace")
         if not self.dropped:
             return head + tail
-        return f"{head}\n... [{self.dropped} bytes of output truncated] ...\n{tail}"
+        return head + cut_note(self.dropped, "bytes") + tail
 
 
 @dataclass

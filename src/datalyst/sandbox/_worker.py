@@ -27,6 +27,7 @@ from datalyst.sandbox._isolation import JailSpec
 from datalyst.sandbox._result import SqlResult
 from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
+from datalyst.text import clip_middle
 
 MAX_SCANNED_FILES = 5_000
 MAX_TRACEBACK_FRAMES = 60
@@ -52,13 +53,6 @@ def _set_cpu_budget(seconds: float | None) -> None:
         if hard != resource.RLIM_INFINITY:
             soft = min(soft, hard)
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-
-
-def _clip(text: str, max_chars: int) -> str:
-    if len(text) <= max_chars:
-        return text
-    half = max_chars // 2
-    return f"{text[:half]}\n... [{len(text) - 2 * half} characters truncated] ...\n{text[-half:]}"
 
 
 def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
@@ -168,8 +162,8 @@ class Kernel:
         text = _format_traceback(exc, tb)
         error = {
             "ename": type(exc).__name__,
-            "evalue": _clip(str(exc), 2_000),
-            "traceback": _clip(text, self.max_output_chars),
+            "evalue": clip_middle(str(exc), 2_000),
+            "traceback": clip_middle(text, self.max_output_chars),
         }
         if isinstance(exc, ModuleNotFoundError) and exc.name:
             error["missing_module"] = exc.name.split(".")[0]
@@ -229,7 +223,7 @@ def run_sql(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render_rows(columns: list[str], rows: list[tuple[Any, ...]], n_rows: int) -> str:
-    lines = [" | ".join(columns)] + [" | ".join(_clip(str(v), 60) for v in row) for row in rows]
+    lines = [" | ".join(columns)] + [" | ".join(clip_middle(str(v), 60) for v in row) for row in rows]
     if n_rows > len(rows):
         lines.append(f"... ({n_rows - len(rows)} more rows)")
     return "\n".join(lines)
