@@ -11,6 +11,3 @@ def test_long_text_keeps_its_head_and_tail_and_says_how_much_was_cut():
     assert clip_middle("abcdefghij", 4) == "ab" + cut_note(6, "characters") + "ij"
     assert "[6 characters cut]" in clip_middle("abcdefghij", 4)
 
-
-def test_bytes_are_clipped_as_bytes():
-    assert clip_middle(b"0123456789", 2, "bytes") == b"0" + cut_note(8, "bytes").encode() + b"9"

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
 
-Clippable = TypeVar("Clippable", str, bytes)
-
-
-def clip_middle(text: Clippable, max_length: int, unit: str = "characters") -> Clippable:
+def clip_middle(text: str, max_length: int, unit: str = "characters") -> str:
     """``text`` whole when it fits in ``max_length``, else its head and tail with a note of what was cut.
 
     >>> clip_middle("abcdefghij", 4)
@@ -16,11 +12,9 @@ def clip_middle(text: Clippable, max_length: int, unit: str = "characters") -> C
     if len(text) <= max_length:
         return text
     half = max_length // 2
-    note = cut_note(len(text) - 2 * half, unit)
-    middle = note.encode() if isinstance(text, bytes) else note
-    return text[:half] + middle + text[len(text) - half :]
+    return text[:half] + cut_note(len(text) - 2 * half, unit) + text[len(text) - half :]
 
 
 def cut_note(count: int, unit: str) -> str:
-    """The line that stands where ``count`` units of text were cut out (for clippers that stream)."""
+    """The line that stands where ``count`` units of text were cut out (also for clippers that stream)."""
     return f"\n... [{count} {unit} cut] ...\n"
