@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from datalyst.agent import AgentConfig
+from datalyst.agent import AgentConfig, read_trajectories
 from datalyst.errors import ConfigError
-from datalyst.eval import EVAL_SAMPLING, EvalConfig, read_trajectories, run_eval, score_run
+from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval, score_run
 from datalyst.llm import ReplayModel
 from datalyst.paths import benchmarks_dir
 from datalyst.tasks import load_bird, load_dabench, write_tasks
@@ -81,6 +81,22 @@ def test_an_interrupted_run_resumes_without_redoing_finished_trajectories(finish
     report = run_eval(config(concurrency=1), out, model, progress=False)  # concurrency may change
     assert len(model.calls) == 4  # two trajectories of two turns each
     assert report.dialects[0].behaviour.n_trajectories == 6
+
+
+def test_a_resumed_run_retries_failed_trajectories_and_reports_the_latest_attempt(finished_run):
+    out, _ = finished_run
+    path = out / "trajectories" / "datamind.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[0] |= {"termination": "failed", "error": "model server down", "answer": None, "turns": []}
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    model = ReplayModel(SCRIPT, per_turn=True)
+    report = run_eval(config(), out, model, progress=False)
+    assert len(model.calls) == 2  # the failed trajectory, run again
+    assert len(path.read_text().splitlines()) == 7  # the failed attempt stays on record
+    assert report.dialects[0].behaviour.n_trajectories == 6
+    assert report.dialects[0].behaviour.terminations == {"answer": 6}
+    verdicts = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 6 and all(v["answered"] for v in verdicts)
 
 
 def test_a_run_folder_refuses_other_settings(finished_run):

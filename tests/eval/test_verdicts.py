@@ -15,11 +15,11 @@ from datalyst.llm import ReplayModel, SamplingParams
 from datalyst.tasks import Task, load_bird
 
 
-def trajectory(task: Task, answer: str | None, sample: int = 0) -> Trajectory:
+def trajectory(task: Task, answer: str | None, trial: int = 0) -> Trajectory:
     return Trajectory(
-        id=f"{task.id}#{sample}",
+        id=f"{task.id}#{trial}",
         task=task,
-        sample=sample,
+        trial=trial,
         dialect="datamind",
         model="replay",
         sampling=SamplingParams(),

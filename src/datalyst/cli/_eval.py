@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -18,13 +19,14 @@ from datalyst.eval import (
     BENCHES,
     EVAL_SAMPLING,
     EvalConfig,
+    EvalReport,
+    arun_eval,
+    ascore_run,
     compare_runs,
     parse_pot_rows,
     prepare_run,
     read_config,
     render_markdown,
-    run_eval,
-    score_run,
 )
 from datalyst.jsonl import read_records
 from datalyst.judge import (
@@ -34,7 +36,7 @@ from datalyst.judge import (
     score_responses,
     score_tablebench,
 )
-from datalyst.llm import SamplingParams, load_model, resolve_spec
+from datalyst.llm import ChatModel, SamplingParams, load_model, resolve_spec
 
 eval_app = typer.Typer(help="Evaluate agents on benchmarks: run, score, compare.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
@@ -101,16 +103,30 @@ def run_command(
     console.print(f"[dim]model {spec} · {', '.join(dialect)} · {trials} trials · run folder {out}[/]")
     tasks = prepare_run(config, out)  # checks the benchmark and the folder before the model loads
     console.print(f"[dim]{len(tasks)} tasks x {trials} trials x {len(dialect)} dialects[/]")
-    chat_model = load_model(spec)
-    judge = load_model(judge_model) if judge_model else None
-    try:
-        report = run_eval(config, out, chat_model, judge_model=judge, shard=slice_)
-    finally:
-        asyncio.run(chat_model.aclose())
-        if judge is not None:
-            asyncio.run(judge.aclose())
+    report = asyncio.run(_run(config, out, judge_model=judge_model, shard=slice_))
     print(render_markdown(report))
     console.print(f"[dim]Reports in {out}: report.json, report.md, chart.png, failures/[/]")
+
+
+async def _run(config: EvalConfig, out: Path, *, judge_model: str | None, shard: tuple[int, int] | None) -> EvalReport:
+    """The whole run in one event loop: the models are made, used and closed in it."""
+    async with AsyncExitStack() as stack:
+        model = await _open(stack, config.model)
+        judge = await _open(stack, judge_model) if judge_model else None
+        return await arun_eval(config, out, model, judge_model=judge, shard=shard)
+
+
+async def _report(run: Path, *, judge_model: str | None) -> EvalReport:
+    async with AsyncExitStack() as stack:
+        judge = await _open(stack, judge_model) if judge_model else None
+        return await ascore_run(run, judge_model=judge)
+
+
+async def _open(stack: AsyncExitStack, spec: str) -> ChatModel:
+    """Load the model for ``spec``, to be closed when ``stack`` closes (in the same event loop)."""
+    model = load_model(spec)
+    stack.push_async_callback(model.aclose)
+    return model
 
 
 def _parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -132,12 +148,7 @@ def report_command(
 ) -> None:
     """Judge the trajectories a run has so far and rewrite its reports, without running anything."""
     judge_model = judge_model or read_config(run).judge_model
-    judge = load_model(judge_model) if judge_model else None
-    try:
-        report = score_run(run, judge_model=judge)
-    finally:
-        if judge is not None:
-            asyncio.run(judge.aclose())
+    report = asyncio.run(_report(run, judge_model=judge_model))
     print(render_markdown(report))
 
 

@@ -5,7 +5,15 @@ from datalyst.eval._compare import Comparison, Difference, compare_runs, paired_
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
 from datalyst.eval._report import DialectReport, EvalReport, render_markdown
-from datalyst.eval._run import prepare_run, read_config, read_trajectories, read_verdicts, run_eval, score_run
+from datalyst.eval._run import (
+    arun_eval,
+    ascore_run,
+    prepare_run,
+    read_config,
+    read_verdicts,
+    run_eval,
+    score_run,
+)
 from datalyst.eval._tablebench_pot import parse_pot_rows
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories, judge_answer
 
@@ -22,6 +30,8 @@ __all__ = [
     "PassRates",
     "Verdict",
     "ajudge_trajectories",
+    "arun_eval",
+    "ascore_run",
     "behaviour",
     "bootstrap",
     "compare_runs",
@@ -32,7 +42,6 @@ __all__ = [
     "pass_rates",
     "prepare_run",
     "read_config",
-    "read_trajectories",
     "read_verdicts",
     "render_markdown",
     "run_eval",

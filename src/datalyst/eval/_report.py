@@ -111,7 +111,7 @@ def _dabench_views(tasks: Sequence[Task], runs: Sequence[Trajectory], trials: in
     views = {"dabench_official": False, "dabench_strict": True}
     totals = {name: dict.fromkeys(DABENCH_METRICS, 0.0) for name in views}
     for trial in range(trials):
-        responses = [{"id": int(t.task.id), "response": t.answer or ""} for t in runs if t.sample == trial]
+        responses = [{"id": int(t.task.id), "response": t.answer or ""} for t in runs if t.trial == trial]
         for name, strict in views.items():
             report = score_responses(responses, labels, strict=strict)
             for metric in DABENCH_METRICS:
@@ -127,7 +127,7 @@ def _tablebench_view(
         return {}
     totals: dict[str, float] = {}
     for trial in range(trials):
-        answers = {t.task.id: t.answer or "" for t in runs if t.sample == trial}
+        answers = {t.task.id: t.answer or "" for t in runs if t.trial == trial}
         rows = []
         for task in tasks:
             prediction = tablebench_prediction(answers.get(task.id, ""))

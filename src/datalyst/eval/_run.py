@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from datalyst.agent import Agent, Trajectory, finished_ids, rollout
+from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories, rollout
 from datalyst.errors import ConfigError
 from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
@@ -68,7 +68,7 @@ def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
     return tasks
 
 
-def run_eval(
+async def arun_eval(
     config: EvalConfig,
     out_dir: str | Path,
     model: ChatModel,
@@ -81,7 +81,8 @@ def run_eval(
 
     ``judge_model`` judges the tasks whose judge is ``llm`` (loaded from ``config.judge_model``).
     ``shard=(i, n)`` runs only ``tasks[i::n]``, into a file of its own, so several processes or
-    machines can share a run; trajectories finished by any shard are never run again.
+    machines can share a run; trajectories finished by any shard are never run again, and those
+    whose latest attempt failed are run again.
     """
     out_dir = Path(out_dir)
     tasks = prepare_run(config, out_dir)
@@ -92,56 +93,54 @@ def run_eval(
         tasks = tasks[index::count]
     for dialect in config.dialects:
         path = trajectory_path(out_dir, dialect, shard)
-        elsewhere = {i for other in trajectory_files(out_dir, dialect) if other != path for i in finished_ids(other)}
+        elsewhere = finished_ids(other for other in trajectory_files(out_dir, dialect) if other != path)
         agent = Agent(model, config.agent.model_copy(update={"dialect": dialect}))
-        asyncio.run(
-            rollout(
-                tasks,
-                agent,
-                path,
-                n_samples=config.trials,
-                concurrency=config.concurrency,
-                skip_ids=elsewhere,
-                progress=progress,
-            )
+        await rollout(
+            tasks,
+            agent,
+            path,
+            trials=config.trials,
+            concurrency=config.concurrency,
+            skip_ids=elsewhere,
+            progress=progress,
         )
-    return score_run(out_dir, judge_model=judge_model)
+    return await ascore_run(out_dir, judge_model=judge_model)
 
 
-def score_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> EvalReport:
-    """Judge the run's trajectories (those written so far) and write its reports."""
+def run_eval(
+    config: EvalConfig,
+    out_dir: str | Path,
+    model: ChatModel,
+    *,
+    judge_model: ChatModel | None = None,
+    shard: Shard | None = None,
+    progress: bool = True,
+) -> EvalReport:
+    """Blocking :func:`arun_eval` (one event loop for the whole run; not from inside a running loop)."""
+    return asyncio.run(arun_eval(config, out_dir, model, judge_model=judge_model, shard=shard, progress=progress))
+
+
+async def ascore_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> EvalReport:
+    """Judge the run's trajectories (the latest attempt of each, written so far) and write its reports."""
     out_dir = Path(out_dir)
     config = read_config(out_dir)
-    trajectories = [t for dialect in config.dialects for t in _dialect_trajectories(out_dir, dialect)]
+    trajectories = run_trajectories(out_dir, config)
     llm_judge = LLMJudge(judge_model) if judge_model is not None else None
-    verdicts = asyncio.run(ajudge_trajectories(trajectories, llm_judge=llm_judge))
+    verdicts = await ajudge_trajectories(trajectories, llm_judge=llm_judge)
     write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
     report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts)
     write_reports(report, trajectories, verdicts, out_dir)
     return report
 
 
-def _dialect_trajectories(out_dir: Path, dialect: str) -> list[Trajectory]:
-    found: dict[str, Trajectory] = {}
-    for path in trajectory_files(out_dir, dialect):
-        for trajectory in read_trajectories(path):
-            found.setdefault(trajectory.id, trajectory)
-    return list(found.values())
+def score_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> EvalReport:
+    """Blocking :func:`ascore_run`."""
+    return asyncio.run(ascore_run(out_dir, judge_model=judge_model))
 
 
-def read_trajectories(path: Path) -> list[Trajectory]:
-    """The trajectories in ``path`` (none when it does not exist; a torn last line is skipped)."""
-    if not path.exists():
-        return []
-    found: dict[str, Trajectory] = {}
-    with path.open() as f:
-        for line in f:
-            try:
-                trajectory = Trajectory.model_validate_json(line)
-            except ValueError:
-                continue
-            found[trajectory.id] = trajectory
-    return list(found.values())
+def run_trajectories(out_dir: Path, config: EvalConfig) -> list[Trajectory]:
+    """The latest attempt of every trajectory of the run, dialect by dialect (shards included)."""
+    return [t for dialect in config.dialects for t in read_trajectories(trajectory_files(out_dir, dialect))]
 
 
 def read_verdicts(out_dir: str | Path) -> list[Verdict]:

@@ -85,7 +85,7 @@ async def ajudge_trajectories(
             trajectory_id=trajectory.id,
             task_id=task.id,
             dialect=trajectory.dialect,
-            trial=trajectory.sample,
+            trial=trajectory.trial,
             answered=bool(answer),
             score=score,
             correct=score == 1.0,
