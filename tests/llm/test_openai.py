@@ -24,7 +24,7 @@ ASK = [ChatMessage(role=Role.SYSTEM, content="You analyse data."), ChatMessage(r
 SERVED = ["qwen-small", "llama-tiny"]
 FAST = {"timeout_s": 5.0, "max_retries": 2}
 
-Reply = tuple[int, dict[str, Any], dict[str, str]]  # status, JSON body, extra headers
+Reply = tuple[int, dict[str, Any] | str, dict[str, str]]  # status, JSON body (or raw text), extra headers
 
 
 @pytest.fixture(autouse=True)
@@ -95,10 +95,11 @@ def serve(script: Callable[[Server, int, dict[str, Any]], Reply]) -> Iterator[Se
                 with state.condition:
                     state.in_flight -= 1
 
-        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-            data = json.dumps(payload).encode()
+        def _send(self, status: int, payload: dict[str, Any] | str, headers: dict[str, str]) -> None:
+            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            if "Content-Type" not in headers:
+                self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -236,6 +237,33 @@ def test_a_reply_that_is_not_a_chat_completion_is_a_response_error():
         generate(server.url, SamplingParams())
 
 
+PROXY_PAGE = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type"),
+    [(200, "application/json"), (200, "text/html"), (502, "text/html"), (502, "application/json")],
+)
+def test_a_page_that_is_not_json_is_retried_then_one_line(status, content_type):
+    with (
+        serve(lambda state, i, body: (status, PROXY_PAGE, {"Content-Type": content_type})) as server,
+        pytest.raises(ModelUnavailable) as caught,
+    ):
+        generate(server.url, SamplingParams(), max_retries=1)
+    assert len(server.bodies) == 2  # the first try and one retry
+    message = str(caught.value)
+    assert "\n" not in message and "after 1 retry" in message and "502 Bad Gateway" in message, message
+
+
+def test_a_page_that_is_not_json_then_an_answer_succeeds():
+    def script(state: Server, i: int, body: dict[str, Any]) -> Reply:
+        return (200, PROXY_PAGE, {"Content-Type": "application/json"}) if i == 0 else answer(body)
+
+    with serve(script) as server:
+        assert [c.text for c in generate(server.url, SamplingParams())] == ["answer 0"]
+    assert len(server.bodies) == 2
+
+
 def test_servers_that_ignore_n_are_topped_up():
     with serve(lambda state, i, body: answer(body, n=1)) as server:
 
@@ -313,3 +341,79 @@ def test_load_model_builds_an_openai_model():
 def test_bad_settings_are_config_errors(options, fragment):
     with pytest.raises(ConfigError, match=fragment):
         OpenAIModel("qwen-small", **options)
+
+
+def served(text: str, tokens: list[str] | None = None, finish_reason: str = "stop", **extra: Any) -> Callable:
+    """A script answering one choice of ``text`` with server-specific fields ``extra`` (and logprobs of ``tokens``)."""
+
+    def script(state: Server, i: int, body: dict[str, Any]) -> Reply:
+        logprobs = None
+        if tokens is not None:
+            content = [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": []} for t in tokens]
+            logprobs = {"content": content, "refusal": None}
+        message = {"role": "assistant", "content": text}
+        choice = {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": logprobs} | extra
+        payload = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}
+        return 200, payload, {}
+
+    return script
+
+
+STOPS = SamplingParams(stop=("</code>", "Observation:"))
+
+
+@pytest.mark.parametrize("field", ["stop_reason", "matched_stop"])  # vLLM, SGLang
+def test_the_stop_string_the_server_stripped_is_put_back(field):
+    with serve(served("<code>print(1)", **{field: "</code>"})) as server:
+        [completion] = generate(server.url, STOPS)
+    assert (completion.text, completion.stop, completion.finish_reason) == ("<code>print(1)</code>", "</code>", "stop")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"stop_reason": None}, {"stop_reason": 151645}, {"matched_stop": 2}, {"stop_reason": "not asked for"}],
+)
+def test_without_a_matched_stop_string_the_text_is_kept(extra):
+    with serve(served("The answer is 4.", **extra)) as server:
+        [completion] = generate(server.url, STOPS)
+    assert (completion.text, completion.stop, completion.token_ids, completion.offsets) == (
+        "The answer is 4.",
+        None,
+        None,
+        None,
+    )
+
+
+def test_logprob_tokens_give_offsets_and_the_last_token_may_run_past_the_stop():
+    # The server cut "</code>\n" in the middle of its last token and returned the text before "</code>".
+    tokens = ["<code>", "print", "(1)", "</", "code>\n"]
+    with serve(served("<code>print(1)", tokens, stop_reason="</code>", token_ids=[5, 6, 7, 8, 9])) as server:
+        [completion] = generate(server.url, STOPS.model_copy(update={"logprobs": True}))
+    assert completion.text == "<code>print(1)</code>\n"
+    assert completion.offsets == [6, 11, 14, 16, 22]
+    assert completion.token_ids == [5, 6, 7, 8, 9]
+    assert [entry.token for entry in completion.logprobs] == tokens
+    assert completion.cut(len("<code>print")).text == "<code>print"
+
+
+def test_tokens_that_do_not_spell_the_text_give_no_offsets():
+    with serve(served("héllo", ["h", "bytes:\\xc3", "bytes:\\xa9", "llo"], token_ids=[1, 2])) as server:
+        [completion] = generate(server.url, SamplingParams(logprobs=True))
+    assert (completion.text, completion.offsets, completion.completion_tokens) == ("héllo", None, 4)
+    assert completion.token_ids is None  # two ids for four logprobs: they do not describe the same tokens
+
+
+def test_token_ids_option_asks_vllm_for_them():
+    with serve(served("hi", token_ids=[10, 11])) as server:
+
+        async def main() -> list[Completion]:
+            chat = load_model(f"openai:qwen-small@{server.url}?token_ids=true&max_retries=0")
+            try:
+                return await chat.agenerate(ASK, SamplingParams())
+            finally:
+                await chat.aclose()
+
+        [completion] = asyncio.run(main())
+        assert completion.token_ids == [10, 11]
+        generate(server.url, SamplingParams())
+    assert [body.get("return_token_ids") for body in server.bodies] == [True, None]
