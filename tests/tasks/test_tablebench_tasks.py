@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -114,7 +116,6 @@ def test_visualization_rows_are_kept_on_request(bench, tmp_path):
         ([_record("q1", table={"columns": ["a"], "data": ["1"]})], "table row 1"),
         ([_record("../escape")], "cannot name a file"),
         ([_record(".hidden")], "cannot name a file"),
-        ([_record("q1"), _record("q1")], "appears twice"),
         ([_record("q1", question=None)], "'question'"),
         ([_record("q1", qsubtype=3)], "'qsubtype'"),
         ([_record("q1", answer=None)], "no 'answer'"),
@@ -124,6 +125,28 @@ def test_bad_rows_raise(tmp_path, records, message):
     path = _write(tmp_path / "bad.jsonl", records)
     with pytest.raises(DataFileError, match=message):
         load_tablebench(path, tables_dir=tmp_path / "tables")
+
+
+def test_a_repeated_id_keeps_both_rows_under_stable_ids_and_says_so_once(tmp_path, caplog):
+    records = [
+        _record("q1"),
+        _record("q1", qsubtype="Aggregation", answer="6"),
+        _record("q1-2"),  # the id a renamed row would take is already used
+        _record("q1", qsubtype="Ranking", answer="b"),
+    ]
+    path = _write(tmp_path / "repeats.jsonl", records)
+    with caplog.at_level(logging.WARNING, logger="datalyst.tasks"):
+        tasks = load_tablebench(path, tables_dir=tmp_path / "tables")
+    assert [(t.id, t.subcategory, t.answer) for t in tasks] == [
+        ("q1", "Counting", "2"),
+        ("q1-3", "Aggregation", "6"),
+        ("q1-2", "Counting", "2"),
+        ("q1-4", "Ranking", "b"),
+    ]
+    assert len({Path(t.files[0]).name for t in tasks}) == 4
+    [warning] = caplog.records
+    assert "q1 (2 more rows: q1-3, q1-4)" in warning.getMessage() and str(path) in warning.getMessage()
+    assert [t.id for t in load_tablebench(path, tables_dir=tmp_path / "tables")] == [t.id for t in tasks]
 
 
 def test_unreadable_files_raise(tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
+import logging
 import re
 from pathlib import Path
 
@@ -20,6 +22,8 @@ TABLEBENCH_FORMAT = (
 )
 HASH_CHARS = 16
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+log = logging.getLogger(__name__)
 
 
 def tablebench_csv(record: dict, path: Path) -> str:
@@ -53,19 +57,43 @@ def _write_if_changed(target: Path, text: str) -> None:
     write_atomic(target, data)
 
 
-def _check_record(record: dict, path: Path, seen: set[str]) -> str:
+def _check_record(record: dict, path: Path) -> str:
     rid = str(record["id"])
     if not _SAFE_ID.fullmatch(rid):
         raise DataFileError(f"TableBench id {rid!r} in {path} cannot name a file; use letters, digits, '_', '-', '.'")
-    if rid in seen:
-        raise DataFileError(f"TableBench id {rid} appears twice in {path}; keep one row per id")
     for field in ("question", "qtype", "qsubtype"):
         if not isinstance(record.get(field), str):
             raise DataFileError(f"TableBench row {rid} in {path} has no text '{field}'; fix that row")
     if record.get("answer") is None:
         raise DataFileError(f"TableBench row {rid} in {path} has no 'answer'; fix that row")
-    seen.add(rid)
     return rid
+
+
+def _distinct_ids(ids: list[str], path: Path) -> list[str]:
+    """``ids`` with each repeat renamed ``<id>-2``, ``<id>-3``… (skipping ids the file uses), in file order.
+
+    The full TableBench test set holds one id on two different questions; both are kept, and the
+    renaming depends only on the file, so it is the same on every load. It is logged once.
+    """
+    taken = set(ids)
+    seen: set[str] = set()
+    renamed: dict[str, list[str]] = {}
+    distinct = []
+    for rid in ids:
+        new = rid
+        if rid in seen:
+            new = next(f"{rid}-{n}" for n in itertools.count(2) if f"{rid}-{n}" not in taken)
+            taken.add(new)
+            renamed.setdefault(rid, []).append(new)
+        seen.add(rid)
+        distinct.append(new)
+    if renamed:
+        listed = "; ".join(
+            f"{rid} ({len(new)} more row{'s' if len(new) > 1 else ''}: {', '.join(new)})"
+            for rid, new in renamed.items()
+        )
+        log.warning("TableBench file %s repeats ids; the later rows are kept under new ids: %s", path, listed)
+    return distinct
 
 
 def load_tablebench(
@@ -78,8 +106,9 @@ def load_tablebench(
 
     Each inline table is saved as ``<tables_dir>/<id>.csv`` (default: a folder of the cache named
     after a hash of the file, so an edited file gets new tables); the task's ``answer`` is the gold
-    answer text. Chart-drawing questions (qtype ``Visualization``) have no text answer to compare
-    and are left out unless ``include_visualization`` is set.
+    answer text. A repeated id is kept under a new one (``<id>-2``, logged once). Chart-drawing
+    questions (qtype ``Visualization``) have no text answer to compare and are left out unless
+    ``include_visualization`` is set.
     """
     path = Path(path)
     records = read_records(path)
@@ -87,10 +116,9 @@ def load_tablebench(
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:HASH_CHARS]
         tables_dir = cache_dir() / "tablebench" / digest
     tables_dir = Path(tables_dir)
-    seen: set[str] = set()
     chosen = []
-    for record in records:
-        rid = _check_record(record, path, seen)
+    ids = _distinct_ids([_check_record(record, path) for record in records], path)
+    for rid, record in zip(ids, records, strict=True):
         if record["qtype"] == "Visualization" and not include_visualization:
             continue
         chosen.append((rid, record, tablebench_csv(record, path)))
