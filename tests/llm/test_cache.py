@@ -110,3 +110,67 @@ def test_spec_and_close_pass_through(tmp_path):
             return model.spec
 
     assert asyncio.run(main()) == "replay:inner"
+
+
+def replace_file(path, content: bytes) -> None:
+    """Write ``content`` to a new file and move it over ``path``, the way a re-download replaces weights."""
+    fresh = path.with_name(path.name + ".new")
+    fresh.write_bytes(content)
+    fresh.replace(path)
+
+
+def test_a_gguf_file_replaced_at_the_same_path_misses(tmp_path):
+    weights = tmp_path / "model.gguf"
+    weights.write_bytes(b"GGUF old weights")
+    spec = f"gguf:{weights}"
+    assert run(CachedModel(ReplayModel(["old"], spec=spec), tmp_path / "cache"), SamplingParams()) == ["old"]
+    replace_file(weights, b"GGUF new weights!")
+    later = CachedModel(ReplayModel(["new"], spec=spec), tmp_path / "cache")
+    assert run(later, SamplingParams()) == ["new"]
+    assert (later.hits, later.misses) == (0, 1)
+
+
+def test_a_file_changed_inside_an_hf_folder_misses(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    spec = f"hf:{folder}?dtype=float32"
+    run(CachedModel(ReplayModel(["before"], spec=spec), tmp_path / "cache"), SamplingParams())
+    same = CachedModel(ReplayModel([], spec=spec), tmp_path / "cache")
+    assert run(same, SamplingParams()) == ["before"]
+    (folder / "model.safetensors").write_bytes(b"trained weights")
+    assert run(CachedModel(ReplayModel(["after"], spec=spec), tmp_path / "cache"), SamplingParams()) == ["after"]
+
+
+def test_an_embedded_file_replaced_in_the_cache_misses(tmp_path, monkeypatch):
+    monkeypatch.setenv("DATALYST_CACHE", str(tmp_path / "home"))
+    weights = tmp_path / "home" / "models" / "smollm2-135m-instruct-q4_1.gguf"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"GGUF one")
+    run(CachedModel(ReplayModel(["one"], spec="embedded:tiny"), tmp_path / "cache"), SamplingParams())
+    replace_file(weights, b"GGUF another")
+    assert run(CachedModel(ReplayModel(["two"], spec="embedded:tiny"), tmp_path / "cache"), SamplingParams()) == ["two"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "openai:qwen@http://localhost:8000/v1?max_concurrency=2",
+            "openai:qwen@http://localhost:8000/v1?max_concurrency=16&timeout_s=30.0&max_retries=0",
+        ),
+        ("gguf:/models/m.gguf?n_ctx=4096&n_threads=1", "gguf:/models/m.gguf?n_threads=4&n_batch=64&n_ctx=4096"),
+    ],
+)
+def test_options_that_do_not_change_outputs_still_hit(tmp_path, first, second):
+    run(CachedModel(ReplayModel(["answer"], spec=first), tmp_path), SamplingParams())
+    again = CachedModel(ReplayModel([], spec=second), tmp_path)
+    assert run(again, SamplingParams()) == ["answer"]
+    assert again.hits == 1
+
+
+def test_options_that_change_outputs_miss(tmp_path):
+    run(CachedModel(ReplayModel(["short"], spec="gguf:/models/m.gguf?n_ctx=512"), tmp_path), SamplingParams())
+    longer = CachedModel(ReplayModel(["long"], spec="gguf:/models/m.gguf?n_ctx=8192"), tmp_path)
+    assert run(longer, SamplingParams()) == ["long"]

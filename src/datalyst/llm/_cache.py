@@ -3,8 +3,11 @@
 Only reproducible requests are cached: ``temperature == 0`` (greedy) or a ``seed`` set. A request that
 samples at ``temperature > 0`` without a seed asks for fresh randomness, so it always goes to the model.
 
-Each entry is one JSON file, ``CACHE_DIR/ab/abcdef....json``, named by the sha256 of the model spec, the
-messages and every sampling field. One file per entry, rather than a sqlite database, because a file
+Each entry is one JSON file, ``CACHE_DIR/ab/abcdef....json``, named by the sha256 of the model's identity,
+the messages and every sampling field. The identity is the spec without the options that do not change
+what the model answers (:data:`NEUTRAL_OPTIONS`), plus, for a model read from local files (``gguf:``,
+``hf:``, ``embedded:``, ``replay:``), the size and modification time (ns) of each file, so weights replaced
+at the same path give fresh answers. One file per entry, rather than a sqlite database, because a file
 written to a temporary name and moved into place with ``os.replace`` is atomic on every OS: processes
 sharing a cache need no lock, a crash never leaves a half-written entry, and there is no "database is
 locked" under many writers or on network file systems. Two processes that miss the same key at once
@@ -20,17 +23,22 @@ import logging
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.files import write_atomic
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, SamplingParams
+from datalyst.llm._embedded import get_model, models_dir
+from datalyst.llm._spec import ModelKind, ModelSpec
 
-__all__ = ["CachedModel", "cache_key", "is_cacheable"]
+__all__ = ["NEUTRAL_OPTIONS", "CachedModel", "cache_key", "is_cacheable", "model_identity"]
 
-CACHE_FORMAT = "datalyst-completion-cache-1"
-"""Part of every key: changing it (when the entry layout changes) starts a fresh cache."""
+CACHE_FORMAT = "datalyst-completion-cache-2"
+"""Part of every key: changing it (when the entry layout or the key changes) starts a fresh cache."""
+NEUTRAL_OPTIONS = frozenset({"max_concurrency", "timeout_s", "max_retries", "n_threads", "n_batch"})
+"""Spec options that change how a model runs, not what it answers; they are left out of the key."""
 
 logger = logging.getLogger(__name__)
 
@@ -53,12 +61,15 @@ class CachedModel:
     """``inner`` with completions of reproducible requests stored under ``cache_dir``.
 
     Concurrent identical requests in one event loop ask ``inner`` once; the others wait and read the entry.
+    The model's files are looked at once, here: replacing them later needs a new ``CachedModel`` (and a
+    newly loaded model).
     """
 
     def __init__(self, inner: ChatModel, cache_dir: Path) -> None:
         self.inner = inner
         self.spec = inner.spec
         self.cache_dir = Path(cache_dir)
+        self.identity = model_identity(inner.spec)
         self.hits = 0  # cacheable requests answered from disk
         self.misses = 0  # cacheable requests that had to ask inner
         self._key_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -67,7 +78,7 @@ class CachedModel:
         """The cached completions for this request, or ``inner``'s (stored when the request is reproducible)."""
         if not is_cacheable(params):
             return await self.inner.agenerate(messages, params)
-        key = cache_key(self.spec, messages, params)
+        key = cache_key(self.identity, messages, params)
         lock = self._key_locks.setdefault(key, asyncio.Lock())
         async with lock:
             if (cached := self._read(key, params)) is not None:
@@ -113,13 +124,48 @@ class CachedModel:
         write_atomic(self.path_for(key), entry.model_dump_json())
 
 
-def cache_key(spec: str, messages: Sequence[ChatMessage], params: SamplingParams) -> str:
-    """The sha256 (hex) of everything that decides the completions: spec, messages and all of ``params``."""
+def cache_key(identity: dict[str, Any], messages: Sequence[ChatMessage], params: SamplingParams) -> str:
+    """The sha256 (hex) of everything that decides the completions: the model's identity, messages and params."""
     request = {
         "cache_format": CACHE_FORMAT,
-        "spec": spec,
+        "model": identity,
         "messages": [message.model_dump(mode="json") for message in messages],
         "params": params.model_dump(mode="json"),
     }
     canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def model_identity(spec: str) -> dict[str, Any]:
+    """What decides a model's answers: its spec less :data:`NEUTRAL_OPTIONS`, and its local files' signatures."""
+    try:
+        parsed = ModelSpec.parse(spec)
+    except ConfigError:  # a free-form name (a test double's): only the name itself is known
+        return {"spec": spec, "files": []}
+    options = {key: value for key, value in parsed.options.items() if key not in NEUTRAL_OPTIONS}
+    kept = parsed.model_copy(update={"options": dict(sorted(options.items()))})
+    return {"spec": str(kept), "files": _file_signatures(_local_path(parsed))}
+
+
+def _local_path(spec: ModelSpec) -> Path | None:
+    """The file or folder a spec reads its model from, if any."""
+    if spec.kind == ModelKind.OPENAI:
+        return None
+    if spec.kind == ModelKind.EMBEDDED:
+        try:
+            return models_dir() / get_model(spec.target).file_name
+        except ModelUnavailable:  # not a registered name: loading it fails anyway
+            return None
+    return Path(spec.target).expanduser()  # an hf repo id that is not a path has no files here
+
+
+def _file_signatures(path: Path | None) -> list[tuple[str, int, int]]:
+    """(name relative to ``path``, size, mtime in ns) of ``path`` or of every file under it."""
+    if path is None or not path.exists():
+        return []
+    files = sorted(item for item in path.rglob("*") if item.is_file()) if path.is_dir() else [path]
+    signatures = []
+    for file in files:
+        info = file.stat()
+        signatures.append((file.relative_to(path).as_posix() if file != path else "", info.st_size, info.st_mtime_ns))
+    return signatures
