@@ -15,7 +15,7 @@ from datalyst.eval._run import (
     score_run,
 )
 from datalyst.eval._tablebench_pot import parse_pot_rows
-from datalyst.eval._verdicts import Verdict, ajudge_trajectories, judge_answer
+from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 
 __all__ = [
     "BENCHES",
@@ -35,7 +35,6 @@ __all__ = [
     "behaviour",
     "bootstrap",
     "compare_runs",
-    "judge_answer",
     "load_bench",
     "paired_difference",
     "parse_pot_rows",

@@ -13,9 +13,9 @@ from datalyst import __version__
 from datalyst.agent import Trajectory, to_html
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._metrics import Behaviour, PassRates, behaviour, pass_rates
-from datalyst.eval._verdicts import Verdict, tablebench_prediction
+from datalyst.eval._verdicts import Verdict
 from datalyst.files import write_atomic
-from datalyst.judge import score_responses, score_tablebench
+from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
 from datalyst.provenance import git_revision
 from datalyst.tasks import Task
 

@@ -18,7 +18,6 @@ from datalyst.eval._config import EvalConfig
 from datalyst.eval._report import EvalReport, build_report, write_reports
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
-from datalyst.judge import LLMJudge
 from datalyst.llm import ChatModel
 from datalyst.tasks import Task, read_tasks, stratified_subset, write_tasks
 
@@ -125,8 +124,7 @@ async def ascore_run(out_dir: str | Path, *, judge_model: ChatModel | None = Non
     out_dir = Path(out_dir)
     config = read_config(out_dir)
     trajectories = run_trajectories(out_dir, config)
-    llm_judge = LLMJudge(judge_model) if judge_model is not None else None
-    verdicts = await ajudge_trajectories(trajectories, llm_judge=llm_judge)
+    verdicts = await ajudge_trajectories(trajectories, judge_model=judge_model)
     write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
     report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts)
     write_reports(report, trajectories, verdicts, out_dir)

@@ -1,5 +1,6 @@
 """Judges for benchmark answers: the official InfiAgent-DABench and TableBench scorers, SQL execution accuracy,
-result tables, the 3% rule judge for free-form answers and an LLM judge."""
+result tables, the 3% rule judge for free-form answers and an LLM judge, all behind one protocol
+(:class:`Judge`, chosen for a task by :func:`judge_for`)."""
 
 from datalyst.judge._dabench import (
     ANSWER_PATTERN,
@@ -12,7 +13,17 @@ from datalyst.judge._dabench import (
     load_labels,
     score_responses,
 )
-from datalyst.judge._llm import LLMJudge, LLMVerdict, parse_judgement, render_judge_prompt
+from datalyst.judge._judges import (
+    DABenchJudge,
+    Judge,
+    Judgement,
+    LLMJudge,
+    RuleJudge,
+    SqlJudge,
+    TableBenchJudge,
+    judge_for,
+)
+from datalyst.judge._llm import LLMGrader, LLMVerdict, parse_judgement, render_judge_prompt
 from datalyst.judge._rule import REL_TOL, ZERO_TOLERANCE, rule_match
 from datalyst.judge._sql import SqlVerdict, csv_match, execution_match, extract_sql
 from datalyst.judge._tablebench import (
@@ -28,6 +39,7 @@ from datalyst.judge._tablebench import (
     tablebench_em,
     tablebench_em_within,
     tablebench_item_score,
+    tablebench_prediction,
     tablebench_rouge_l,
     tablebench_subtype_metric,
 )
@@ -38,12 +50,19 @@ __all__ = [
     "REL_TOL",
     "TABLEBENCH_SUBTYPE_METRICS",
     "ZERO_TOLERANCE",
+    "DABenchJudge",
     "DABenchReport",
+    "Judge",
+    "Judgement",
+    "LLMGrader",
     "LLMJudge",
     "LLMVerdict",
     "QuestionVerdict",
+    "RuleJudge",
+    "SqlJudge",
     "SqlVerdict",
     "TableBenchGroup",
+    "TableBenchJudge",
     "TableBenchOverall",
     "TableBenchReport",
     "csv_match",
@@ -52,6 +71,7 @@ __all__ = [
     "extract_answers",
     "extract_sql",
     "is_correct",
+    "judge_for",
     "judge_sub_answers",
     "load_concepts",
     "load_labels",
@@ -67,6 +87,7 @@ __all__ = [
     "tablebench_em",
     "tablebench_em_within",
     "tablebench_item_score",
+    "tablebench_prediction",
     "tablebench_rouge_l",
     "tablebench_subtype_metric",
 ]

@@ -1,4 +1,4 @@
-"""A judge that asks a language model whether a predicted answer agrees with the gold answer.
+"""A grader that asks a language model whether a predicted answer agrees with the gold answer.
 
 The model gets the question, the answer to grade and the reference answer, with DataMind's grading
 rules (numbers within 3% relative, exact choice for options, a clear and complete result, working
@@ -6,7 +6,7 @@ alone is no answer; the wording is ours, in ``prompts/llm_judge.yaml``). It repl
 ``<thought>…</thought>`` and ``<score>0</score>`` or ``<score>1</score>``.
 
 A reply that cannot be read (no score tag, a score other than 0 or 1, two different scores) is the
-model's mistake, not ours: the judge appends the reply and a short correction to the conversation
+model's mistake, not ours: the grader appends the reply and a short correction to the conversation
 and asks again, up to ``max_attempts`` times, then reports ``score=None`` with the problem in
 ``error``. Errors of the backend itself (:class:`~datalyst.errors.ModelError`) propagate.
 """
@@ -28,7 +28,7 @@ from datalyst.errors import ConfigError, ModelResponseError
 from datalyst.judge._rule import REL_TOL
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 
-__all__ = ["DEFAULT_JUDGE_SAMPLING", "LLMJudge", "LLMVerdict"]
+__all__ = ["DEFAULT_JUDGE_SAMPLING", "LLMGrader", "LLMVerdict"]
 
 DEFAULT_JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
 _PROMPT_KEYS = ("system", "user", "retry")
@@ -115,8 +115,11 @@ def _reasoning(text: str) -> str:
     return text[: score.start() if score else len(text)].strip()
 
 
-class LLMJudge:
-    """Grades answers with a chat model: ``await LLMJudge(model).ajudge(question, predicted, gold)``."""
+class LLMGrader:
+    """Grades answers with a chat model: ``await LLMGrader(model).agrade(question, predicted, gold)``.
+
+    :func:`~datalyst.judge.judge_for` wraps it, for one task, in the :class:`~datalyst.judge.Judge` protocol.
+    """
 
     def __init__(self, model: ChatModel, *, max_attempts: int = 3, sampling: SamplingParams | None = None) -> None:
         if max_attempts < 1:
@@ -126,7 +129,7 @@ class LLMJudge:
         sampling = sampling or DEFAULT_JUDGE_SAMPLING
         self.sampling = sampling if sampling.n == 1 else sampling.model_copy(update={"n": 1})
 
-    async def ajudge(self, question: str, predicted: object, gold: object) -> LLMVerdict:
+    async def agrade(self, question: str, predicted: object, gold: object) -> LLMVerdict:
         """Ask the model, retrying unreadable replies; an empty answer scores 0 without a call."""
         if not _as_text(predicted).strip():
             return LLMVerdict(score=0, reasoning="The answer is empty.", attempts=0)
@@ -151,20 +154,20 @@ class LLMJudge:
         error = f"no readable verdict after {self.max_attempts} attempt(s); last problem: {problem}"
         return LLMVerdict(score=None, reasoning=reasoning, attempts=self.max_attempts, error=error, raw=raw)
 
-    def judge(self, question: str, predicted: object, gold: object) -> LLMVerdict:
-        """Blocking :meth:`ajudge`, for scripts (not from inside a running event loop)."""
-        return asyncio.run(self.ajudge(question, predicted, gold))
+    def grade(self, question: str, predicted: object, gold: object) -> LLMVerdict:
+        """Blocking :meth:`agrade`, for scripts (not from inside a running event loop)."""
+        return asyncio.run(self.agrade(question, predicted, gold))
 
-    async def ajudge_many(
+    async def agrade_many(
         self, items: Iterable[tuple[str, object, object]], *, concurrency: int = 8
     ) -> list[LLMVerdict]:
-        """Judge ``(question, predicted, gold)`` items, at most ``concurrency`` at a time; results in input order."""
+        """Grade ``(question, predicted, gold)`` items, at most ``concurrency`` at a time; results in input order."""
         if concurrency < 1:
             raise ConfigError(f"concurrency={concurrency} must be at least 1")
         gate = asyncio.Semaphore(concurrency)
 
         async def one(question: str, predicted: object, gold: object) -> LLMVerdict:
             async with gate:
-                return await self.ajudge(question, predicted, gold)
+                return await self.agrade(question, predicted, gold)
 
         return list(await asyncio.gather(*(one(*item) for item in items)))

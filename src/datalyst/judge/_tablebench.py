@@ -128,6 +128,11 @@ def parse_final_answer(text: object) -> str:
     return match.group(1) if match else ""
 
 
+def tablebench_prediction(answer: str) -> str:
+    """The prediction in an agent's answer: after ``Final Answer:`` when written, else all of it, stripped."""
+    return parse_final_answer(answer) if "Final Answer:" in answer else answer.strip()
+
+
 def squad_normalize(text: str) -> str:
     """Lowercase, drop ASCII punctuation, drop the words a/an/the, collapse whitespace."""
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)

@@ -1,4 +1,4 @@
-"""The LLM judge against a scripted model: prompt, verdicts, retries, give-up and errors."""
+"""The LLM grader against a scripted model: prompt, verdicts, retries, give-up and errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from datalyst.errors import ConfigError, ModelError, ModelResponseError
-from datalyst.judge import LLMJudge, LLMVerdict, parse_judgement, render_judge_prompt
+from datalyst.judge import LLMGrader, LLMVerdict, parse_judgement, render_judge_prompt
 from datalyst.llm import ReplayModel, Role, SamplingParams
 
 GOOD = "<thought>The answer 0.45 is within 3% of 0.452.</thought>\n<score>1</score>"
@@ -74,7 +74,7 @@ def test_braces_and_template_syntax_in_answers_are_kept_verbatim():
 
 def test_a_good_verdict_in_one_call():
     model = ReplayModel([GOOD])
-    verdict = run(LLMJudge(model).ajudge("What is r?", "0.45", "0.452"))
+    verdict = run(LLMGrader(model).agrade("What is r?", "0.45", "0.452"))
     assert isinstance(verdict, LLMVerdict)
     assert (verdict.score, verdict.attempts, verdict.error) == (1, 1, None)
     assert verdict.is_correct
@@ -87,13 +87,13 @@ def test_a_good_verdict_in_one_call():
 
 
 def test_a_zero_verdict():
-    verdict = LLMJudge(ReplayModel([WRONG])).judge("How many?", "12", 20)
+    verdict = LLMGrader(ReplayModel([WRONG])).grade("How many?", "12", 20)
     assert (verdict.score, verdict.attempts, verdict.is_correct) == (0, 1, False)
 
 
 def test_retry_after_an_unreadable_reply_then_success():
     model = ReplayModel(["Looks right to me.", GOOD])
-    verdict = run(LLMJudge(model).ajudge("What is r?", "0.45", "0.452"))
+    verdict = run(LLMGrader(model).agrade("What is r?", "0.45", "0.452"))
     assert (verdict.score, verdict.attempts, verdict.error) == (1, 2, None)
     assert verdict.raw == ["Looks right to me.", GOOD]
     second, _ = model.calls[1]
@@ -105,7 +105,7 @@ def test_retry_after_an_unreadable_reply_then_success():
 def test_give_up_after_max_attempts_and_report_the_problem():
     replies = ["<score>maybe</score>", "no tags", "<score>0</score><score>1</score>"]
     model = ReplayModel(replies)
-    verdict = run(LLMJudge(model, max_attempts=3).ajudge("Q", "A", "B"))
+    verdict = run(LLMGrader(model, max_attempts=3).agrade("Q", "A", "B"))
     assert verdict.score is None and not verdict.is_correct
     assert verdict.attempts == 3
     assert verdict.raw == replies
@@ -116,43 +116,43 @@ def test_give_up_after_max_attempts_and_report_the_problem():
 
 def test_max_attempts_of_one_means_no_retry():
     model = ReplayModel(["???", GOOD])
-    verdict = run(LLMJudge(model, max_attempts=1).ajudge("Q", "A", "B"))
+    verdict = run(LLMGrader(model, max_attempts=1).agrade("Q", "A", "B"))
     assert (verdict.score, verdict.attempts, model.remaining) == (None, 1, 1)
 
 
 def test_empty_answer_scores_zero_without_a_call():
     model = ReplayModel([])
     for predicted in ("", "   \n", None):
-        verdict = run(LLMJudge(model).ajudge("Q", predicted, "B"))
+        verdict = run(LLMGrader(model).agrade("Q", predicted, "B"))
         assert (verdict.score, verdict.attempts, verdict.raw) == (0, 0, [])
     assert model.calls == []
 
 
 def test_sampling_is_configurable_and_one_completion_is_asked_for():
     model = ReplayModel([GOOD])
-    judge = LLMJudge(model, sampling=SamplingParams(n=4, temperature=0.7, max_tokens=64))
-    run(judge.ajudge("Q", "A", "B"))
+    grader = LLMGrader(model, sampling=SamplingParams(n=4, temperature=0.7, max_tokens=64))
+    run(grader.agrade("Q", "A", "B"))
     params = model.calls[0][1]
     assert (params.n, params.temperature, params.max_tokens) == (1, 0.7, 64)
 
 
 def test_backend_errors_propagate():
     with pytest.raises(ModelError):
-        run(LLMJudge(ReplayModel([])).ajudge("Q", "A", "B"))  # the replay model has run out
+        run(LLMGrader(ReplayModel([])).agrade("Q", "A", "B"))  # the replay model has run out
     with pytest.raises(ModelResponseError):
-        run(LLMJudge(ReplayModel(["bad"])).ajudge("Q", "A", "B"))  # runs out on the retry
+        run(LLMGrader(ReplayModel(["bad"])).agrade("Q", "A", "B"))  # runs out on the retry
 
 
 def test_bad_settings_are_rejected():
     with pytest.raises(ConfigError, match="max_attempts"):
-        LLMJudge(ReplayModel([]), max_attempts=0)
+        LLMGrader(ReplayModel([]), max_attempts=0)
     with pytest.raises(ConfigError, match="concurrency"):
-        run(LLMJudge(ReplayModel([])).ajudge_many([], concurrency=0))
+        run(LLMGrader(ReplayModel([])).agrade_many([], concurrency=0))
 
 
-def test_judge_many_keeps_input_order_and_bounds_concurrency():
+def test_grade_many_keeps_input_order_and_bounds_concurrency():
     model = ReplayModel([GOOD, WRONG, GOOD, WRONG, GOOD], latency_s=0.01)
-    judge = LLMJudge(model)
+    grader = LLMGrader(model)
     active = peak = 0
     generate = model.agenerate
 
@@ -167,7 +167,7 @@ def test_judge_many_keeps_input_order_and_bounds_concurrency():
 
     model.agenerate = counting
     items = [(f"Q{i}", f"A{i}", f"B{i}") for i in range(5)]
-    verdicts = run(judge.ajudge_many(items, concurrency=2))
+    verdicts = run(grader.agrade_many(items, concurrency=2))
     assert [v.score for v in verdicts] == [1, 0, 1, 0, 1]  # replies are handed out in call order
     assert peak == 2
     assert [call[0][1].content.split("\n")[1] for call in model.calls] == [f"Q{i}" for i in range(5)]

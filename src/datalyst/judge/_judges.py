@@ -1,0 +1,128 @@
+"""Judges behind one protocol: ``await judge_for(task).ajudge(answer)`` gives a :class:`Judgement`.
+
+A task names its judge (``Task.judge``); :func:`judge_for` builds that judge with the task's gold
+answer inside, so every caller (evaluation verdicts, RL rewards, curation filters) scores an answer
+the same way without knowing which rules apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from datalyst.errors import ConfigError, DataFileError
+from datalyst.judge._dabench import judge_sub_answers
+from datalyst.judge._llm import LLMGrader
+from datalyst.judge._rule import rule_match
+from datalyst.judge._sql import execution_match, extract_sql
+from datalyst.judge._tablebench import tablebench_item_score, tablebench_prediction
+from datalyst.llm import ChatModel
+from datalyst.tasks import Task
+
+
+class Judgement(BaseModel):
+    """How one answer was judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    score: float = Field(ge=0.0, le=1.0)
+    """1 or 0 for all-or-nothing judges; a partial credit (TableBench ROUGE-L) in between."""
+    correct: bool
+    reason: str | None = None
+    """What the judge saw beyond the score: wrong sub-answers, an SQL error, the judge model's reasoning."""
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores answers to one task."""
+
+    async def ajudge(self, answer: str) -> Judgement: ...
+
+
+def _all_or_nothing(right: bool, reason: str | None = None) -> Judgement:
+    return Judgement(score=float(right), correct=right, reason=reason)
+
+
+@dataclass(frozen=True)
+class RuleJudge:
+    """The deterministic rule (numbers within 3%, loose text and list matching) against a gold JSON value."""
+
+    gold: JsonValue
+
+    async def ajudge(self, answer: str) -> Judgement:
+        return _all_or_nothing(rule_match(answer, self.gold))
+
+
+@dataclass(frozen=True)
+class DABenchJudge:
+    """DABench's closed-form rules: right only when every ``@name[value]`` sub-answer is right."""
+
+    expected: Mapping[str, str]
+
+    async def ajudge(self, answer: str) -> Judgement:
+        if not self.expected:
+            return _all_or_nothing(False, "the task has no @name[value] answers to compare with")
+        wrong = [name for name, right in judge_sub_answers(answer, self.expected).items() if not right]
+        return _all_or_nothing(not wrong, f"wrong: {', '.join(wrong)}" if wrong else None)
+
+
+@dataclass(frozen=True)
+class TableBenchJudge:
+    """TableBench's per-answer metric for the question's subtype (EM, EM within 10% or ROUGE-L)."""
+
+    reference: str
+    subtype: str
+
+    async def ajudge(self, answer: str) -> Judgement:
+        score = tablebench_item_score(tablebench_prediction(answer), self.reference, self.subtype)
+        return Judgement(score=score, correct=score == 1.0)
+
+
+@dataclass(frozen=True)
+class SqlJudge:
+    """Execution accuracy: the answer's query and the gold query run on the task's SQLite file."""
+
+    database: str
+    gold_sql: str
+    compare: Literal["rows", "columns"] = "rows"
+
+    async def ajudge(self, answer: str) -> Judgement:
+        verdict = await asyncio.to_thread(
+            execution_match, self.database, extract_sql(answer), self.gold_sql, compare=self.compare
+        )
+        return _all_or_nothing(verdict.correct, verdict.error)
+
+
+@dataclass(frozen=True)
+class LLMJudge:
+    """A judge model grades the answer against the gold answer (see :class:`LLMGrader`)."""
+
+    grader: LLMGrader
+    question: str
+    gold: JsonValue
+
+    async def ajudge(self, answer: str) -> Judgement:
+        verdict = await self.grader.agrade(self.question, answer, self.gold)
+        return _all_or_nothing(verdict.is_correct, verdict.error or verdict.reasoning)
+
+
+def judge_for(task: Task, *, model: ChatModel | None = None) -> Judge:
+    """The judge ``task.judge`` names, holding the task's gold answer; ``model`` grades ``llm``-judged tasks."""
+    if task.judge == "dabench":
+        gold = task.answer if isinstance(task.answer, dict) else {}
+        return DABenchJudge({name: str(value) for name, value in gold.items()})
+    if task.judge == "tablebench":
+        return TableBenchJudge(str(task.answer), task.subcategory or "")
+    if task.judge in ("sql", "csv"):
+        if not task.files or not task.answer_sql:
+            raise DataFileError(f"SQL task {task.id} needs its database in files and a gold query in answer_sql")
+        return SqlJudge(task.files[0], task.answer_sql, "rows" if task.judge == "sql" else "columns")
+    if task.judge == "llm":
+        if model is None:
+            raise ConfigError(f"task {task.id} is judged by a model; give a judge model (--judge-model)")
+        return LLMJudge(LLMGrader(model), task.question, task.answer)
+    return RuleJudge(task.answer)
