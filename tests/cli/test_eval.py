@@ -104,3 +104,49 @@ def test_eval_report_uses_the_runs_own_judge_model(datalyst, replay_spec, tmp_pa
     reported = datalyst("eval", "report", str(out))  # the judge comes from the run's config.json
     assert reported.returncode == 0, reported.stderr
     assert "| datamind | 1/1 | 100.0 [" in reported.stdout
+
+
+def _question_zero(tmp_path, dabench_tables):
+    record = json.loads((dabench_dir() / "questions.jsonl").read_text().splitlines()[0])
+    tasks = tmp_path / "zero.jsonl"
+    tasks.write_text(json.dumps({
+        "id": 0, "question": record["question"], "format": record["format"], "judge": "dabench",
+        "files": [str(dabench_tables / record["file_name"])], "answer": {"mean_fare": "34.65"},
+    }) + "\n")  # fmt: skip
+    return tasks
+
+
+def test_eval_run_reformats_dabench_answers_with_the_agents_model_by_default(
+    datalyst, replay_spec, tmp_path, dabench_tables
+):
+    tasks = _question_zero(tmp_path, dabench_tables)
+    # Every conversation follows the script: the agent answers a bare value at its first turn; the
+    # reformat conversation holds that answer as one assistant turn, so it gets the second line.
+    model = replay_spec(["<answer>34.65</answer>", "@mean_fare[34.65]"], per_turn=True)
+    args = ["--bench", "tasks", "--bench-path", str(tasks), "--model", model, "--trials", "1"]
+    done = datalyst("eval", "run", *args, "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    assert "| datamind | raw | 0.0 [" in done.stdout
+    assert "| datamind | reformatted (official protocol) | 100.0 [" in done.stdout
+    plain = datalyst("eval", "run", *args, "--out", str(tmp_path / "b"), "--no-reformat")
+    assert plain.returncode == 0, plain.stderr
+    assert "| datamind | raw | 0.0 [" in plain.stdout and "reformatted (official" not in plain.stdout
+    (tmp_path / "script.jsonl").unlink()  # the replay model's file: loading it now would fail
+    reported = datalyst("eval", "report", str(tmp_path / "a"))  # every answer is reformatted: no model is loaded
+    assert reported.returncode == 0, reported.stderr
+    assert "| datamind | reformatted (official protocol) | 100.0 [" in reported.stdout
+
+
+def test_eval_score_reformats_responses_on_request(datalyst, replay_spec, tmp_path, dabench_tables):
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"id": 0, "response": "The mean fare is 34.65."}) + "\n")
+    reformatter = replay_spec(["@mean_fare[34.65]"])
+    args = ["eval", "score", "--responses", str(responses), "--reformat-model", reformatter]
+    done = datalyst(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["reformat_model"] == reformatter
+    assert figures["raw"]["accuracy_by_question"] == 0.0 and figures["reformatted"]["accuracy_by_question"] == 1.0
+    printed = datalyst(*args)
+    assert printed.returncode == 0, printed.stderr
+    assert "raw: official view" in printed.stdout and "reformatted (official protocol): official view" in printed.stdout

@@ -21,7 +21,8 @@ def test_a_real_evaluation_run_is_scored_and_reported(datalyst, tmp_path, dabenc
     report = json.loads((out / "report.json").read_text())
     [dialect] = report["dialects"]
     assert report["n_tasks"] == 2 and dialect["behaviour"]["n_trajectories"] == 4
-    assert set(dialect["dabench_strict"]) == {
+    assert set(dialect["dabench"]) == {"raw", "reformatted"}  # the agent's own model reformats by default
+    assert set(dialect["dabench"]["reformatted"]["strict"]) == {
         "accuracy_by_question",
         "accuracy_by_sub_question",
         "proportional_accuracy",

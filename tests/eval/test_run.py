@@ -55,7 +55,8 @@ def test_a_run_stores_every_trajectory_and_reports(finished_run):
     # Only question 0 asks for mean_fare; the seed-0 subset of three questions does not contain it.
     assert all(v["score"] == 0.0 and v["detail"].startswith("wrong: ") for v in verdicts)
     assert dialect.rates.pass_at_1.value == 0.0 and len(dialect.failures) == 6
-    assert dialect.dabench_official == {
+    assert list(dialect.dabench) == ["raw"]  # this run does not reformat
+    assert dialect.dabench["raw"].official == {
         "accuracy_by_question": 0.0,
         "accuracy_by_sub_question": 0.0,
         "proportional_accuracy": 0.0,

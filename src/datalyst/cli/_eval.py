@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
@@ -18,8 +19,10 @@ from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
     BENCHES,
     EVAL_SAMPLING,
+    RESPONSES,
     EvalConfig,
     EvalReport,
+    areformat_responses,
     arun_eval,
     ascore_run,
     compare_runs,
@@ -36,7 +39,8 @@ from datalyst.judge import (
     score_responses,
     score_tablebench,
 )
-from datalyst.llm import ChatModel, SamplingParams, load_model, resolve_spec
+from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model, resolve_spec
+from datalyst.tasks import load_dabench
 
 eval_app = typer.Typer(help="Evaluate agents on benchmarks: run, score, compare.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
@@ -67,6 +71,16 @@ def run_command(
     judge_model: Annotated[
         str | None, typer.Option(help="Model spec of the judge for tasks judged by a model.")
     ] = None,
+    reformat_model: Annotated[
+        str | None,
+        typer.Option(
+            help="DABench: model spec that rewrites each answer into the question's format before scoring, "
+            "as the official pipeline does. [default: the agent's model]"
+        ),
+    ] = None,
+    reformat: Annotated[
+        bool, typer.Option(help="DABench: also score reformatted answers (the official protocol) beside raw ones.")
+    ] = True,
     shard: Annotated[
         str | None, typer.Option(help="Run only slice I of N of the tasks (I/N, 0-based), e.g. one per machine.")
     ] = None,
@@ -95,6 +109,7 @@ def run_command(
             agent=AgentConfig(sampling=sampling, max_turns=max_turns),
             concurrency=concurrency,
             judge_model=judge_model,
+            reformat_model=(str(resolve_spec(reformat_model)) if reformat_model else spec) if reformat else None,
         )
     except ValidationError as exc:
         problem = exc.errors()[0]
@@ -103,30 +118,51 @@ def run_command(
     console.print(f"[dim]model {spec} · {', '.join(dialect)} · {trials} trials · run folder {out}[/]")
     tasks = prepare_run(config, out)  # checks the benchmark and the folder before the model loads
     console.print(f"[dim]{len(tasks)} tasks x {trials} trials x {len(dialect)} dialects[/]")
-    report = asyncio.run(_run(config, out, judge_model=judge_model, shard=slice_))
+    report = asyncio.run(_run(config, out, shard=slice_))
     print(render_markdown(report))
     console.print(f"[dim]Reports in {out}: report.json, report.md, chart.png, failures/[/]")
 
 
-async def _run(config: EvalConfig, out: Path, *, judge_model: str | None, shard: tuple[int, int] | None) -> EvalReport:
+async def _run(config: EvalConfig, out: Path, *, shard: tuple[int, int] | None) -> EvalReport:
     """The whole run in one event loop: the models are made, used and closed in it."""
     async with AsyncExitStack() as stack:
-        model = await _open(stack, config.model)
-        judge = await _open(stack, judge_model) if judge_model else None
-        return await arun_eval(config, out, model, judge_model=judge, shard=shard)
+        model = await stack.enter_async_context(_Model(config.model, eager=True))
+        judge = await stack.enter_async_context(_Model(config.judge_model, eager=True)) if config.judge_model else None
+        reformatter = None
+        if config.reformat_model not in (None, config.model):
+            reformatter = await stack.enter_async_context(_Model(config.reformat_model, eager=True))
+        return await arun_eval(config, out, model, judge_model=judge, reformat_model=reformatter, shard=shard)
 
 
-async def _report(run: Path, *, judge_model: str | None) -> EvalReport:
+async def _report(run: Path, *, judge_model: str | None, reformat_model: str | None) -> EvalReport:
+    """Rescore a run in one event loop, loading a model only if it is asked something (a report may need none)."""
     async with AsyncExitStack() as stack:
-        judge = await _open(stack, judge_model) if judge_model else None
-        return await ascore_run(run, judge_model=judge)
+        judge = await stack.enter_async_context(_Model(judge_model)) if judge_model else None
+        reformatter = await stack.enter_async_context(_Model(reformat_model)) if reformat_model else None
+        return await ascore_run(run, judge_model=judge, reformat_model=reformatter)
 
 
-async def _open(stack: AsyncExitStack, spec: str) -> ChatModel:
-    """Load the model for ``spec``, to be closed when ``stack`` closes (in the same event loop)."""
-    model = load_model(spec)
-    stack.push_async_callback(model.aclose)
-    return model
+class _Model:
+    """The model of ``spec``, loaded now (``eager``) or at its first call, and closed with the context."""
+
+    def __init__(self, spec: str, *, eager: bool = False) -> None:
+        self.spec = spec
+        self._model = load_model(spec) if eager else None
+
+    async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
+        if self._model is None:
+            self._model = load_model(self.spec)
+        return await self._model.agenerate(messages, params)
+
+    async def aclose(self) -> None:
+        if self._model is not None:
+            await self._model.aclose()
+
+    async def __aenter__(self) -> _Model:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -147,8 +183,10 @@ def report_command(
     ] = None,
 ) -> None:
     """Judge the trajectories a run has so far and rewrite its reports, without running anything."""
-    judge_model = judge_model or read_config(run).judge_model
-    report = asyncio.run(_report(run, judge_model=judge_model))
+    config = read_config(run)
+    report = asyncio.run(
+        _report(run, judge_model=judge_model or config.judge_model, reformat_model=config.reformat_model)
+    )
     print(render_markdown(report))
 
 
@@ -164,23 +202,50 @@ def score_command(
         bool, typer.Option(help="TableBench: add the chart term as a 0-1 fraction, as the official script does.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as one JSON object.")] = False,
+    reformat_model: Annotated[
+        str | None,
+        typer.Option(
+            help="DABench: also score the responses as rewritten into each question's format by this model "
+            "(the official protocol)."
+        ),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Responses reformatted at once.")] = 1,
 ) -> None:
     """Score a responses file with the benchmark's official rules (results of any system)."""
     if bench == "tablebench":
+        if reformat_model:
+            raise ConfigError("--reformat-model is DABench's protocol; TableBench answers are scored as written")
         _score_tablebench(responses, official_overall_bug=official_overall_bug, as_json=as_json)
         return
     if bench != "dabench":
         raise ConfigError(f"`eval score` knows the official rules of dabench and tablebench (got {bench!r})")
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency} leaves nothing to run; use 1 or more")
     root = bench_path or dabench_dir()
     labels = load_labels(root / "labels.jsonl")
-    report = score_responses(read_records(responses), labels, load_concepts(root / "questions.jsonl"), strict=strict)
+    concepts = load_concepts(root / "questions.jsonl")
+    records = {"raw": read_records(responses)}
+    spec = str(resolve_spec(reformat_model)) if reformat_model else None
+    if spec:
+        records["reformatted"] = asyncio.run(_reformat(records["raw"], root, spec, concurrency=concurrency))
+    reports = {name: score_responses(rows, labels, concepts, strict=strict) for name, rows in records.items()}
     if as_json:
-        print(json.dumps(report.model_dump(mode="json")))
+        dumped = {name: report.model_dump(mode="json") for name, report in reports.items()}
+        print(json.dumps({**dumped, "reformat_model": spec} if spec else dumped["raw"]))
         return
     console = Console(highlight=False, soft_wrap=True)
-    console.print(f"[bold]{report.view} view[/]: {report.n_scored} questions scored, {report.n_skipped} skipped")
-    for metric in ("accuracy_by_question", "accuracy_by_sub_question", "proportional_accuracy"):
-        console.print(f"{metric:<26}{getattr(report, metric):.4f}")
+    for name, report in reports.items():
+        label = f"{RESPONSES[name]}: " if spec else ""
+        console.print(
+            f"[bold]{label}{report.view} view[/]: {report.n_scored} questions scored, {report.n_skipped} skipped"
+        )
+        for metric in ("accuracy_by_question", "accuracy_by_sub_question", "proportional_accuracy"):
+            console.print(f"{metric:<26}{getattr(report, metric):.4f}")
+
+
+async def _reformat(records: list[dict], root: Path, spec: str, *, concurrency: int) -> list[dict]:
+    async with _Model(spec, eager=True) as model:
+        return await areformat_responses(records, load_dabench(root), model, concurrency=concurrency)
 
 
 def _score_tablebench(responses: Path, *, official_overall_bug: bool, as_json: bool) -> None:

@@ -4,7 +4,8 @@ from datalyst.eval._benches import BENCHES, load_bench
 from datalyst.eval._compare import Comparison, Difference, compare_runs, paired_difference
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
-from datalyst.eval._report import DialectReport, EvalReport, render_markdown
+from datalyst.eval._reformat import areformat_responses
+from datalyst.eval._report import RESPONSES, DABenchFigures, DialectReport, EvalReport, render_markdown
 from datalyst.eval._run import (
     arun_eval,
     ascore_run,
@@ -20,8 +21,10 @@ from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 __all__ = [
     "BENCHES",
     "EVAL_SAMPLING",
+    "RESPONSES",
     "Behaviour",
     "Comparison",
+    "DABenchFigures",
     "DialectReport",
     "Difference",
     "Estimate",
@@ -30,6 +33,7 @@ __all__ = [
     "PassRates",
     "Verdict",
     "ajudge_trajectories",
+    "areformat_responses",
     "arun_eval",
     "ascore_run",
     "behaviour",

@@ -14,6 +14,10 @@ EVAL_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024, see
 """DataMind's test-time sampling (temperature 0.7, top-p 0.95), seeded so a run can be replayed."""
 
 
+FREE_TO_CHANGE = {"concurrency", "reformat_model"}
+"""Settings a resumed run may change."""
+
+
 class EvalConfig(BaseModel):
     """What an evaluation run is: the benchmark slice, the model, the dialects and the agent settings."""
 
@@ -33,8 +37,12 @@ class EvalConfig(BaseModel):
     concurrency: int = Field(1, ge=1)
     """Trajectories at once (1 suits one in-process model: its prompt cache follows one conversation)."""
     judge_model: str | None = None
+    reformat_model: str | None = None
+    """DABench: the model that rewrites each answer into the question's ``@name[value]`` format before the
+    official scorer reads it (the official protocol; reports give raw and reformatted figures). None: raw only."""
 
     def changed_settings(self, other: EvalConfig) -> list[str]:
-        """The settings in which ``other`` makes different trajectories (how fast it runs may differ)."""
-        mine, theirs = self.model_dump(exclude={"concurrency"}), other.model_dump(exclude={"concurrency"})
+        """The settings in which ``other`` makes different trajectories or verdicts (not how fast it runs, nor
+        the reformat model, whose reformatted answers are kept apart by model)."""
+        mine, theirs = self.model_dump(exclude=FREE_TO_CHANGE), other.model_dump(exclude=FREE_TO_CHANGE)
         return [name for name, value in mine.items() if theirs[name] != value]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,9 +19,25 @@ from datalyst.judge import score_responses, score_tablebench, tablebench_predict
 from datalyst.provenance import git_revision
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LEVELS = ("easy", "simple", "medium", "moderate", "hard", "challenging")
 DABENCH_METRICS = ("accuracy_by_question", "accuracy_by_sub_question", "proportional_accuracy")
+
+
+RESPONSES = {"raw": "raw", "reformatted": "reformatted (official protocol)"}
+"""The responses DABench figures are computed on, and their labels in reports."""
+
+
+class DABenchFigures(BaseModel):
+    """DABench's figures for one kind of response: pass rates and its own metrics (mean over trials)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rates: PassRates
+    official: dict[str, float]
+    """Unanswered questions left out, as the official scorer does."""
+    strict: dict[str, float]
+    """Unanswered questions counted wrong."""
 
 
 class DialectReport(BaseModel):
@@ -34,10 +50,9 @@ class DialectReport(BaseModel):
     behaviour: Behaviour
     by_level: dict[str, PassRates]
     by_category: dict[str, PassRates]
-    dabench_official: dict[str, float] | None = None
-    """DABench's own metrics (mean over trials); unanswered questions are left out, as the official scorer does."""
-    dabench_strict: dict[str, float] | None = None
-    """The same metrics with unanswered questions counted wrong."""
+    dabench: dict[str, DABenchFigures] | None = None
+    """DABench runs: the figures of the ``raw`` answers and, when the run reformats them, of the
+    ``reformatted`` ones (the official protocol)."""
     tablebench_official: dict[str, float] | None = None
     """TableBench's own figures (per-type metric, overall mix, Parse@1; mean over trials)."""
     failures: list[str]
@@ -57,8 +72,13 @@ class EvalReport(BaseModel):
 
 
 def build_report(
-    config: EvalConfig, tasks: Sequence[Task], trajectories: Sequence[Trajectory], verdicts: Sequence[Verdict]
+    config: EvalConfig,
+    tasks: Sequence[Task],
+    trajectories: Sequence[Trajectory],
+    verdicts: Sequence[Verdict],
+    reformatted: Mapping[tuple[str, str], str] | None = None,
 ) -> EvalReport:
+    """The report of a run; ``reformatted`` holds the reformatted DABench answers, when the run reformats."""
     by_id = {task.id: task for task in tasks}
     dialects = []
     for dialect in config.dialects:
@@ -71,7 +91,7 @@ def build_report(
                 behaviour=behaviour(runs),
                 by_level=_grouped(mine, lambda v: by_id[v.task_id].level, config.seed),
                 by_category=_grouped(mine, lambda v: by_id[v.task_id].category, config.seed),
-                **_dabench_views(tasks, runs, config.trials),
+                dabench=_dabench_figures(tasks, runs, mine, config, reformatted),
                 **_tablebench_view(tasks, runs, config.trials, config.seed),
                 failures=[failure_page(v) for v in mine if not v.correct],
             )
@@ -103,20 +123,49 @@ def _group_order(name: str) -> tuple[int, str]:
     return (LEVELS.index(name), "") if name in LEVELS else (len(LEVELS), name)
 
 
-def _dabench_views(tasks: Sequence[Task], runs: Sequence[Trajectory], trials: int) -> dict[str, dict[str, float]]:
-    """DABench's official metrics per trial, averaged, when every task is a DABench task."""
+def _dabench_figures(
+    tasks: Sequence[Task],
+    runs: Sequence[Trajectory],
+    verdicts: Sequence[Verdict],
+    config: EvalConfig,
+    reformatted: Mapping[tuple[str, str], str] | None,
+) -> dict[str, DABenchFigures] | None:
+    """Raw and reformatted DABench figures of one dialect, when every task is a DABench task."""
     if not tasks or any(task.judge != "dabench" or not isinstance(task.answer, dict) for task in tasks):
-        return {}
+        return None
     labels = {int(task.id): {str(k): str(v) for k, v in task.answer.items()} for task in tasks}
-    views = {"dabench_official": False, "dabench_strict": True}
-    totals = {name: dict.fromkeys(DABENCH_METRICS, 0.0) for name in views}
+    raw = {(t.dialect, t.id): t.answer or "" for t in runs}
+    figures = {
+        "raw": DABenchFigures(
+            rates=pass_rates(verdicts, seed=config.seed), **_dabench_views(runs, raw, labels, config.trials)
+        )
+    }
+    if reformatted is not None:
+        rescored = [v.model_copy(update={"score": v.reformatted_score or 0.0}) for v in verdicts]
+        figures["reformatted"] = DABenchFigures(
+            rates=pass_rates(rescored, seed=config.seed), **_dabench_views(runs, reformatted, labels, config.trials)
+        )
+    return figures
+
+
+def _dabench_views(
+    runs: Sequence[Trajectory],
+    texts: Mapping[tuple[str, str], str],
+    labels: Mapping[int, Mapping[str, str]],
+    trials: int,
+) -> dict[str, dict[str, float]]:
+    """DABench's metrics of ``texts`` (by dialect and trajectory id) per trial, averaged, in both views."""
+    views = {"official": False, "strict": True}
+    totals = {view: dict.fromkeys(DABENCH_METRICS, 0.0) for view in views}
     for trial in range(trials):
-        responses = [{"id": int(t.task.id), "response": t.answer or ""} for t in runs if t.trial == trial]
-        for name, strict in views.items():
+        responses = [
+            {"id": int(t.task.id), "response": texts.get((t.dialect, t.id), "")} for t in runs if t.trial == trial
+        ]
+        for view, strict in views.items():
             report = score_responses(responses, labels, strict=strict)
             for metric in DABENCH_METRICS:
-                totals[name][metric] += getattr(report, metric) / trials
-    return {name: {metric: round(value, 4) for metric, value in view.items()} for name, view in totals.items()}
+                totals[view][metric] += getattr(report, metric) / trials
+    return {view: {metric: round(value, 4) for metric, value in values.items()} for view, values in totals.items()}
 
 
 def _tablebench_view(
@@ -210,20 +259,8 @@ def render_markdown(report: EvalReport) -> str:
             lines.append(
                 f"| {group} | {n} | " + " | ".join(f"{100 * c.pass_at_1.value:.1f}" if c else "" for c in cells) + " |"
             )
-    if any(d.dabench_official for d in report.dialects):
-        lines += [
-            "",
-            "## DABench metrics (mean over trials)",
-            "",
-            "| dialect | view | " + " | ".join(DABENCH_METRICS) + " |",
-            "|---|---|---|---|---|",
-        ]
-        for d in report.dialects:
-            for view, values in (("official", d.dabench_official), ("strict", d.dabench_strict)):
-                lines.append(
-                    f"| {d.dialect} | {view} | " + " | ".join(f"{values[m]:.4f}" for m in DABENCH_METRICS) + " |"
-                )
-        lines += ["", "The official view leaves unanswered questions out; the strict view counts them wrong."]
+    if any(d.dabench for d in report.dialects):
+        lines += _dabench_markdown(report)
     if any(d.tablebench_official for d in report.dialects):
         names = list(dict.fromkeys(name for d in report.dialects for name in d.tablebench_official or {}))
         lines += [
@@ -242,6 +279,43 @@ def render_markdown(report: EvalReport) -> str:
         links = ", ".join(f"[{Path(page).stem}]({page})" for page in d.failures)
         lines.append(f"- {d.dialect} ({len(d.failures)}): {links or 'none'}")
     return "\n".join(lines) + "\n"
+
+
+def _dabench_markdown(report: EvalReport) -> list[str]:
+    k = report.config.trials
+    rows = [(d.dialect, name, figures) for d in report.dialects for name, figures in (d.dabench or {}).items()]
+    lines = [
+        "",
+        "## DABench (mean over trials)",
+        "",
+        f"| dialect | responses | pass@1 |{f' pass@{k} |' if k > 1 else ''}",
+        "|---|---|---|" + ("---|" if k > 1 else ""),
+    ]
+    for dialect, name, figures in rows:
+        at_k = f" {figures.rates.pass_at_k} |" if k > 1 else ""
+        lines.append(f"| {dialect} | {RESPONSES[name]} | {figures.rates.pass_at_1} |{at_k}")
+    lines += ["", "| dialect | responses | view | " + " | ".join(DABENCH_METRICS) + " |", "|---|---|---|---|---|---|"]
+    for dialect, name, figures in rows:
+        for view in ("official", "strict"):
+            values = getattr(figures, view)
+            lines.append(
+                f"| {dialect} | {RESPONSES[name]} | {view} | "
+                + " | ".join(f"{values[m]:.4f}" for m in DABENCH_METRICS)
+                + " |"
+            )
+    reformatter = report.config.reformat_model
+    how = (
+        f"reformatted answers were rewritten into each question's format by {reformatter} before scoring, "
+        "as the official pipeline does"
+        if any("reformatted" in (d.dabench or {}) for d in report.dialects)
+        else "answers were not reformatted (the official pipeline reformats them first)"
+    )
+    lines += [
+        "",
+        f"Raw answers are scored as the agent wrote them; {how}. "
+        "The official view leaves unanswered questions out; the strict view counts them wrong.",
+    ]
+    return lines
 
 
 def draw_chart(report: EvalReport, path: Path) -> None:

@@ -1,7 +1,8 @@
 """An evaluation run: the agent on every task x trial x dialect, stored, judged and reported.
 
 A run lives in one folder (``config.json``, ``tasks.jsonl``, ``trajectories/<dialect>.jsonl``,
-``verdicts.jsonl``, the reports). Running it again continues where it stopped and re-judges.
+``reformatted.jsonl`` for DABench's official protocol, ``verdicts.jsonl``, the reports). Running it
+again continues where it stopped and re-judges.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories, r
 from datalyst.errors import ConfigError
 from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
+from datalyst.eval._reformat import areformat_run
 from datalyst.eval._report import EvalReport, build_report, write_reports
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
@@ -53,10 +55,13 @@ def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
     out_dir = Path(out_dir)
     config_path, tasks_path = out_dir / "config.json", out_dir / "tasks.jsonl"
     if config_path.exists():
-        if changed := read_config(out_dir).changed_settings(config):
+        stored = read_config(out_dir)
+        if changed := stored.changed_settings(config):
             raise ConfigError(
                 f"{out_dir} holds a run made with other settings ({', '.join(changed)}); use a new --out to change them"
             )
+        if stored != config:
+            write_atomic(config_path, config.model_dump_json(indent=2))
         return read_tasks(tasks_path)
     tasks = load_bench(config.bench, config.bench_path)
     if config.subset is not None:
@@ -73,15 +78,17 @@ async def arun_eval(
     model: ChatModel,
     *,
     judge_model: ChatModel | None = None,
+    reformat_model: ChatModel | None = None,
     shard: Shard | None = None,
     progress: bool = True,
 ) -> EvalReport:
     """Run (or finish) every trajectory of the run, then judge and report it.
 
-    ``judge_model`` judges the tasks whose judge is ``llm`` (loaded from ``config.judge_model``).
-    ``shard=(i, n)`` runs only ``tasks[i::n]``, into a file of its own, so several processes or
-    machines can share a run; trajectories finished by any shard are never run again, and those
-    whose latest attempt failed are run again.
+    ``judge_model`` judges the tasks whose judge is ``llm`` (loaded from ``config.judge_model``);
+    ``reformat_model`` reformats DABench answers (loaded from ``config.reformat_model``; when that
+    names the agent's own model, ``model`` serves). ``shard=(i, n)`` runs only ``tasks[i::n]``, into
+    a file of its own, so several processes or machines can share a run; trajectories finished by
+    any shard are never run again, and those whose latest attempt failed are run again.
     """
     out_dir = Path(out_dir)
     tasks = prepare_run(config, out_dir)
@@ -103,7 +110,9 @@ async def arun_eval(
             skip_ids=elsewhere,
             progress=progress,
         )
-    return await ascore_run(out_dir, judge_model=judge_model)
+    if reformat_model is None and config.reformat_model == config.model:
+        reformat_model = model
+    return await ascore_run(out_dir, judge_model=judge_model, reformat_model=reformat_model)
 
 
 def run_eval(
@@ -112,28 +121,52 @@ def run_eval(
     model: ChatModel,
     *,
     judge_model: ChatModel | None = None,
+    reformat_model: ChatModel | None = None,
     shard: Shard | None = None,
     progress: bool = True,
 ) -> EvalReport:
     """Blocking :func:`arun_eval` (one event loop for the whole run; not from inside a running loop)."""
-    return asyncio.run(arun_eval(config, out_dir, model, judge_model=judge_model, shard=shard, progress=progress))
+    return asyncio.run(
+        arun_eval(
+            config,
+            out_dir,
+            model,
+            judge_model=judge_model,
+            reformat_model=reformat_model,
+            shard=shard,
+            progress=progress,
+        )
+    )
 
 
-async def ascore_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> EvalReport:
-    """Judge the run's trajectories (the latest attempt of each, written so far) and write its reports."""
+async def ascore_run(
+    out_dir: str | Path, *, judge_model: ChatModel | None = None, reformat_model: ChatModel | None = None
+) -> EvalReport:
+    """Judge the run's trajectories (the latest attempt of each, written so far) and write its reports.
+
+    With ``config.reformat_model`` set, DABench answers are judged raw and reformatted; ``reformat_model``
+    (that model) reformats those not reformatted before and may be None when there are none.
+    """
     out_dir = Path(out_dir)
     config = read_config(out_dir)
     trajectories = run_trajectories(out_dir, config)
-    verdicts = await ajudge_trajectories(trajectories, judge_model=judge_model)
+    reformatted = None
+    if config.reformat_model is not None:
+        reformatted = await areformat_run(
+            out_dir, trajectories, config.reformat_model, reformat_model, concurrency=config.concurrency
+        )
+    verdicts = await ajudge_trajectories(trajectories, judge_model=judge_model, reformatted=reformatted)
     write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
-    report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts)
+    report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts, reformatted)
     write_reports(report, trajectories, verdicts, out_dir)
     return report
 
 
-def score_run(out_dir: str | Path, *, judge_model: ChatModel | None = None) -> EvalReport:
+def score_run(
+    out_dir: str | Path, *, judge_model: ChatModel | None = None, reformat_model: ChatModel | None = None
+) -> EvalReport:
     """Blocking :func:`ascore_run`."""
-    return asyncio.run(ascore_run(out_dir, judge_model=judge_model))
+    return asyncio.run(ascore_run(out_dir, judge_model=judge_model, reformat_model=reformat_model))
 
 
 def run_trajectories(out_dir: Path, config: EvalConfig) -> list[Trajectory]:

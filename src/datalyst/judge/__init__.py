@@ -1,6 +1,6 @@
 """Judges for benchmark answers: the official InfiAgent-DABench and TableBench scorers, SQL execution accuracy,
 result tables, the 3% rule judge for free-form answers and an LLM judge, all behind one protocol
-(:class:`Judge`, chosen for a task by :func:`judge_for`)."""
+(:class:`Judge`, chosen for a task by :func:`judge_for`); and DABench's official reformat step."""
 
 from datalyst.judge._dabench import (
     ANSWER_PATTERN,
@@ -24,6 +24,7 @@ from datalyst.judge._judges import (
     judge_for,
 )
 from datalyst.judge._llm import LLMGrader, LLMVerdict, parse_judgement, render_judge_prompt
+from datalyst.judge._reformat import REFORMAT_SAMPLING, areformat_dabench, reformat_messages
 from datalyst.judge._rule import REL_TOL, ZERO_TOLERANCE, rule_match
 from datalyst.judge._sql import SqlVerdict, csv_match, execution_match, extract_sql
 from datalyst.judge._tablebench import (
@@ -47,6 +48,7 @@ from datalyst.paths import dabench_dir
 
 __all__ = [
     "ANSWER_PATTERN",
+    "REFORMAT_SAMPLING",
     "REL_TOL",
     "TABLEBENCH_SUBTYPE_METRICS",
     "ZERO_TOLERANCE",
@@ -65,6 +67,7 @@ __all__ = [
     "TableBenchJudge",
     "TableBenchOverall",
     "TableBenchReport",
+    "areformat_dabench",
     "csv_match",
     "dabench_dir",
     "execution_match",
@@ -78,6 +81,7 @@ __all__ = [
     "parse_final_answer",
     "parse_judgement",
     "parse_tablebench_row",
+    "reformat_messages",
     "render_judge_prompt",
     "rule_match",
     "score_responses",

@@ -1,0 +1,50 @@
+"""DABench's official reformat step: a model rewrites a response into the question's ``@name[value]`` format.
+
+The InfiAgent pipeline (``shared/benchmarks/dabench/SOURCE.md``) does not score raw responses: a
+second model, at temperature 0, sees the question, the response as its own earlier turn and a
+request to follow the question's format, and its reply is what the closed-form scorer reads. So a
+right value written as ``@57`` or a bare ``-0.83`` still counts. The three messages are built from
+``prompts/dabench_reformat.yaml`` (our wording).
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import jinja2
+import yaml
+
+from datalyst.errors import ModelResponseError
+from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.tasks import Task
+
+REFORMAT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
+_PROMPT_KEYS = ("question", "request")
+
+
+@functools.cache
+def _templates() -> dict[str, jinja2.Template]:
+    source = (resources.files("datalyst.judge") / "prompts" / "dabench_reformat.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(source)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    return {key: env.from_string(data[key]) for key in _PROMPT_KEYS}
+
+
+def reformat_messages(task: Task, response: str) -> list[ChatMessage]:
+    """The conversation the reformatting model continues: question, the raw response, the request."""
+    variables = {"question": task.question.strip(), "constraints": task.constraints.strip(), "format": task.format}
+    templates = _templates()
+    return [
+        ChatMessage(role=Role.USER, content=templates["question"].render(variables).strip()),
+        ChatMessage(role=Role.ASSISTANT, content=response),
+        ChatMessage(role=Role.USER, content=templates["request"].render(variables).strip()),
+    ]
+
+
+async def areformat_dabench(model: ChatModel, task: Task, response: str) -> str:
+    """``response`` rewritten by ``model`` into ``task.format`` (temperature 0)."""
+    completions = await model.agenerate(reformat_messages(task, response), REFORMAT_SAMPLING)
+    if not completions:
+        raise ModelResponseError(f"reformat model {model.spec!r} returned no completion; check the backend")
+    return completions[0].text
