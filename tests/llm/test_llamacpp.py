@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from datalyst.errors import ModelUnavailable
-from datalyst.llm._base import ChatMessage, Role, SamplingParams
+from datalyst.llm._base import ChatMessage, Role, SamplingParams, ScoringModel
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._llamacpp import LlamaCppModel
 from datalyst.llm._spec import ModelSpec
@@ -62,9 +62,20 @@ def test_greedy_answer_has_text_reason_and_counts(model):
 @pytest.mark.model
 def test_the_chat_template_of_the_file_is_used(model):
     # SmolLM2 and Qwen2.5 templates are ChatML: each turn opens with <|im_start|>ROLE.
-    prompt = model._template(messages=[{"role": "user", "content": "hi"}]).prompt
+    hi = [ChatMessage(role=Role.USER, content="hi")]
+    prompt = model.chat_tokenizer.render(hi, add_generation_prompt=True)
     assert "<|im_start|>user\nhi<|im_end|>" in prompt
     assert prompt.endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.model
+def test_completions_carry_their_token_ids_offsets_and_logprobs(model):
+    [completion] = ask(model, temperature=0.8, seed=3, max_tokens=24, logprobs=True)
+    ids, offsets = completion.token_ids, completion.offsets
+    assert ids and len(ids) == len(offsets) == len(completion.logprobs) == completion.completion_tokens
+    assert model.chat_tokenizer.decode(ids) == completion.text
+    assert offsets == model.chat_tokenizer.offsets(ids) and offsets[-1] == len(completion.text)
+    assert [entry.token for entry in completion.logprobs] == [model.chat_tokenizer.decode([token]) for token in ids]
 
 
 @pytest.mark.model
@@ -74,15 +85,17 @@ def test_max_tokens_ends_with_length(model):
 
 
 @pytest.mark.model
-def test_stop_sequence_cuts_the_text_before_it(model):
+def test_a_stop_string_ends_the_text_with_the_token_that_completes_it(model):
     [free] = ask(model, temperature=0, max_tokens=16)
     words = free.text.split()
     assert len(words) >= 3, free.text
-    stop = words[2]
+    stop = words[2][1:]  # starts inside a token, so the token that completes it may hold more
     [stopped] = ask(model, temperature=0, max_tokens=16, stop=("never appears ~~~", stop))
-    assert stopped.finish_reason == "stop"
-    assert stopped.text == free.text[: free.text.index(stop)]
-    assert stop not in stopped.text
+    assert (stopped.finish_reason, stopped.stop) == ("stop", stop)
+    end = free.text.index(stop) + len(stop)
+    assert free.text.startswith(stopped.text) and stopped.offsets[-2] < end <= len(stopped.text)
+    assert stopped.token_ids == free.token_ids[: len(stopped.token_ids)]
+    assert model.chat_tokenizer.decode(stopped.token_ids) == stopped.text
 
 
 @pytest.mark.model
@@ -141,6 +154,38 @@ def test_logprobs_cover_each_token(model):
     assert len(completion.logprobs) == completion.completion_tokens > 0
     assert all(entry.logprob <= 0 for entry in completion.logprobs)
     assert "".join(entry.token for entry in completion.logprobs).startswith(completion.text)
+
+
+def score(model: LlamaCppModel, continuation, messages=QUESTION):
+    return asyncio.run(model.ascore(messages, continuation))
+
+
+@pytest.mark.model
+def test_scoring_a_greedy_completion_gives_its_ids_and_logprobs(model):
+    assert isinstance(model, ScoringModel)
+    [greedy] = ask(model, temperature=0, max_tokens=12, logprobs=True)
+    scored = score(model, greedy.text)
+    assert (scored.text, scored.finish_reason, scored.token_ids) == (greedy.text, "scored", greedy.token_ids)
+    assert scored.offsets == greedy.offsets and scored.prompt_tokens == greedy.prompt_tokens
+    for generated, rescored in zip(greedy.logprobs, scored.logprobs, strict=True):
+        assert rescored.token == generated.token
+        assert rescored.logprob == pytest.approx(generated.logprob, abs=1e-3)
+
+
+@pytest.mark.model
+def test_scoring_sampled_token_ids_gives_the_sampling_logprobs(model):
+    [sampled] = ask(model, temperature=1.0, seed=5, max_tokens=12, logprobs=True)
+    scored = score(model, sampled.token_ids)
+    assert (scored.text, scored.token_ids) == (sampled.text, sampled.token_ids)
+    assert [entry.logprob for entry in scored.logprobs] == pytest.approx(
+        [entry.logprob for entry in sampled.logprobs], abs=1e-3
+    )
+
+
+@pytest.mark.model
+def test_a_continuation_past_the_context_overflows(model):
+    with pytest.raises(ContextOverflow, match="plus the continuation"):
+        score(model, "data " * N_CTX_TOKENS)
 
 
 @pytest.mark.model

@@ -16,7 +16,7 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 
 from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm import load_model, model_path
-from datalyst.llm._base import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.llm._base import ChatMessage, ChatModel, Role, SamplingParams, ScoringModel
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._spec import ModelSpec
 from datalyst.llm._transformers import TransformersModel
@@ -71,11 +71,12 @@ def test_max_tokens_ends_with_length(model: TransformersModel) -> None:
 
 
 @pytest.mark.model
-def test_stop_string_cuts_the_text(model: TransformersModel) -> None:
-    (completion,) = generate(model, SamplingParams(max_tokens=32, stop=("Paris",)))
-    assert completion.finish_reason == "stop"
-    assert "Paris" not in completion.text
-    assert completion.text.startswith("The capital")
+def test_stop_string_ends_the_text_with_the_token_that_completes_it(model: TransformersModel) -> None:
+    (completion,) = generate(model, SamplingParams(max_tokens=32, stop=("Par",)))
+    assert (completion.finish_reason, completion.stop) == ("stop", "Par")
+    assert completion.text.startswith("The capital") and completion.text.endswith(("Par", "Paris"))
+    assert model.chat_tokenizer.decode(completion.token_ids) == completion.text
+    assert completion.offsets[-1] == len(completion.text) and len(completion.offsets) == completion.completion_tokens
 
 
 @pytest.mark.model
@@ -94,6 +95,18 @@ def test_logprobs_cover_every_generated_token(model: TransformersModel) -> None:
     assert len(completion.logprobs) == completion.completion_tokens > 0
     assert all(item.logprob <= 0 for item in completion.logprobs)
     assert "".join(item.token for item in completion.logprobs).startswith(completion.text[:5])
+
+
+@pytest.mark.model
+def test_scoring_a_greedy_completion_gives_its_ids_and_logprobs(model: TransformersModel) -> None:
+    assert isinstance(model, ScoringModel)
+    (greedy,) = generate(model, SamplingParams(max_tokens=12, logprobs=True))
+    assert model.chat_tokenizer.decode(greedy.token_ids) == greedy.text
+    scored = asyncio.run(model.ascore(QUESTION, greedy.text))
+    assert (scored.text, scored.finish_reason, scored.token_ids) == (greedy.text, "scored", greedy.token_ids)
+    assert [entry.logprob for entry in scored.logprobs] == pytest.approx(
+        [entry.logprob for entry in greedy.logprobs], abs=1e-3
+    )
 
 
 @pytest.mark.model

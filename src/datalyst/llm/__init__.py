@@ -1,10 +1,12 @@
 """Language models behind one small interface (:class:`ChatModel`), whatever serves them.
 
 ``load_model("embedded:small")``, ``load_model("openai:NAME@URL")``, ``load_model("gguf:PATH")``…
-Backends are imported only when asked for, so importing this package stays cheap.
+Backends are imported only when asked for, so importing this package stays cheap. Local models also
+score given continuations (:class:`ScoringModel`), and ``load_tokenizer(spec)`` gives a model's chat
+template and vocabulary (:class:`ChatTokenizer`) for building training ids.
 """
 
-from datalyst.llm._base import ChatMessage, ChatModel, Completion, Role, SamplingParams, TokenLogprob
+from datalyst.llm._base import ChatMessage, ChatModel, Completion, Role, SamplingParams, ScoringModel, TokenLogprob
 from datalyst.llm._cache import CachedModel
 from datalyst.llm._embedded import DEFAULT_MODEL as DEFAULT_EMBEDDED_MODEL
 from datalyst.llm._embedded import (
@@ -17,29 +19,36 @@ from datalyst.llm._embedded import (
     models_dir,
 )
 from datalyst.llm._errors import ContextOverflow
-from datalyst.llm._registry import load_model
+from datalyst.llm._gguf import GGUFTokenizer
+from datalyst.llm._registry import load_model, load_tokenizer
 from datalyst.llm._replay import ReplayModel
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
+from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer
 
 __all__ = [
     "DEFAULT_EMBEDDED_MODEL",
     "CachedModel",
     "ChatMessage",
     "ChatModel",
+    "ChatTokenizer",
     "Completion",
     "ContextOverflow",
     "EmbeddedModel",
+    "GGUFTokenizer",
+    "HFTokenizer",
     "ModelKind",
     "ModelSpec",
     "ReplayModel",
     "Role",
     "SamplingParams",
+    "ScoringModel",
     "TokenLogprob",
     "ensure_model",
     "fetch_model",
     "is_cached",
     "list_models",
     "load_model",
+    "load_tokenizer",
     "model_path",
     "models_dir",
     "resolve_spec",

@@ -101,3 +101,12 @@ class ChatModel(Protocol):
     async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ScoringModel(ChatModel, Protocol):
+    """A chat model that can also score a given continuation (the in-process llama.cpp and transformers ones)."""
+
+    async def ascore(self, messages: Sequence[ChatMessage], continuation: str | Sequence[int]) -> Completion:
+        """``continuation`` (text, or token ids) as a completion of ``messages``, with each token's logprob."""
+        ...

@@ -3,6 +3,11 @@
 A loaded model is not thread-safe and holds a lot of memory, so calls queue on a lock per event
 loop (waiting callers hold no thread) and then run one at a time under a threading lock. A
 cancelled call sets an event the backend checks after every token.
+
+Prompts are the model's chat template rendered by its :attr:`LocalModel.chat_tokenizer`, so training
+code that renders a conversation with the same tokenizer builds exactly the ids the model saw.
+Completions carry their token ids, offsets and (when asked) log-probabilities; ``ascore`` gives the
+log-probability of each token of a continuation that is given rather than generated.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from pathlib import Path
 from typing import Self
 
 from datalyst.errors import ModelUnavailable
-from datalyst.llm._base import ChatMessage, Completion, SamplingParams
+from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
 from datalyst.llm._errors import ContextOverflow
+from datalyst.llm._tokenizer import LocalTokenizer
 
 GGUF_MAGIC = b"GGUF"
 SEED_MODULUS = 2**31
@@ -39,6 +45,8 @@ class LocalModel:
     spec: str
     n_ctx_tokens: int
     """Prompt plus completion tokens that fit; more raises :class:`ContextOverflow`."""
+    chat_tokenizer: LocalTokenizer
+    """The model's chat template and vocabulary: what renders and tokenizes its prompts."""
 
     def __init__(self) -> None:
         self._thread_lock = threading.Lock()
@@ -55,13 +63,14 @@ class LocalModel:
         """Free the weights."""
         raise NotImplementedError
 
-    def _prompt_tokens(self, messages: list[ChatMessage]) -> list[int]:
-        raise NotImplementedError
-
     def _generate_one(
         self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
     ) -> Completion:
         """One completion; ``seed`` is None for greedy decoding."""
+        raise NotImplementedError
+
+    def _score_tokens(self, prompt: list[int], tokens: list[int], cancelled: threading.Event) -> list[float]:
+        """log p(tokens[i] | prompt + tokens[:i]) for each i, under the model's raw distribution."""
         raise NotImplementedError
 
     # -- shared
@@ -79,6 +88,22 @@ class LocalModel:
                 return await asyncio.to_thread(self._generate_all, list(messages), params, cancelled)
             except asyncio.CancelledError:
                 cancelled.set()  # the worker thread stops at its next token
+                raise
+
+    async def ascore(self, messages: Sequence[ChatMessage], continuation: str | Sequence[int]) -> Completion:
+        """How likely the model finds ``continuation`` as its answer to ``messages``.
+
+        A string is tokenized on its own and placed after the prompt's tokens, as the model would have
+        generated it; token ids (a completion's ``token_ids``) are scored exactly as given. The result has
+        the continuation's text, ids and offsets, the log-probability of each token (under the model's raw
+        distribution, as ``agenerate`` reports them) and ``finish_reason="scored"``.
+        """
+        cancelled = threading.Event()
+        async with self._loop_lock():
+            try:
+                return await asyncio.to_thread(self._score, list(messages), continuation, cancelled)
+            except asyncio.CancelledError:
+                cancelled.set()
                 raise
 
     async def aclose(self) -> None:
@@ -106,19 +131,46 @@ class LocalModel:
             lock = self._loop_locks[loop] = asyncio.Lock()
         return lock
 
+    def _prompt(self, messages: list[ChatMessage], more_tokens: int, more: str) -> list[int]:
+        """The prompt's token ids; ContextOverflow if ``more_tokens`` (described by ``more``) do not fit after it."""
+        if not self._is_loaded():
+            raise ModelUnavailable(f"the model {self.spec!r} was closed; load it again with load_model")
+        tokenizer = self.chat_tokenizer
+        prompt = tokenizer.encode(tokenizer.render(messages, add_generation_prompt=True))
+        if len(prompt) + more_tokens > self.n_ctx_tokens:
+            raise ContextOverflow(
+                f"the prompt ({len(prompt)} tokens) plus {more} ({more_tokens}) exceed the "
+                f"{self.n_ctx_tokens}-token context of {self.spec}; lower max_tokens, shorten the "
+                "messages or load the model with a larger n_ctx"
+            )
+        return prompt
+
+    def _score(
+        self, messages: list[ChatMessage], continuation: str | Sequence[int], cancelled: threading.Event
+    ) -> Completion:
+        tokenizer = self.chat_tokenizer
+        with self._thread_lock:
+            ids = tokenizer.encode(continuation) if isinstance(continuation, str) else list(continuation)
+            prompt = self._prompt(messages, len(ids), "the continuation")
+            values = self._score_tokens(prompt, ids, cancelled)
+        return Completion(
+            text=continuation if isinstance(continuation, str) else tokenizer.decode(ids),
+            finish_reason="scored",
+            prompt_tokens=len(prompt),
+            completion_tokens=len(ids),
+            token_ids=ids,
+            offsets=tokenizer.offsets(ids),
+            logprobs=[
+                TokenLogprob(token=tokenizer.decode([token]), logprob=value)
+                for token, value in zip(ids, values, strict=False)  # fewer values only when cancelled
+            ],
+        )
+
     def _generate_all(
         self, messages: list[ChatMessage], params: SamplingParams, cancelled: threading.Event
     ) -> list[Completion]:
         with self._thread_lock:
-            if not self._is_loaded():
-                raise ModelUnavailable(f"the model {self.spec!r} was closed; load it again with load_model")
-            prompt = self._prompt_tokens(messages)
-            if len(prompt) + params.max_tokens > self.n_ctx_tokens:
-                raise ContextOverflow(
-                    f"the prompt ({len(prompt)} tokens) plus max_tokens ({params.max_tokens}) exceed the "
-                    f"{self.n_ctx_tokens}-token context of {self.spec}; lower max_tokens, shorten the "
-                    "messages or load the model with a larger n_ctx"
-                )
+            prompt = self._prompt(messages, params.max_tokens, "max_tokens")
             if params.temperature == 0:
                 greedy = self._generate_one(prompt, params, None, cancelled)
                 return [greedy] + [greedy.model_copy(deep=True) for _ in range(params.n - 1)]
@@ -126,3 +178,9 @@ class LocalModel:
             return [
                 self._generate_one(prompt, params, (base_seed + k) % SEED_MODULUS, cancelled) for k in range(params.n)
             ]
+
+
+def find_stop(text: str, stops: Sequence[str], start: int = 0) -> tuple[int, str] | None:
+    """Where the first stop string in ``text`` (looking from ``start``) ends, and which one it is, or None."""
+    found = [(index + len(stop), stop) for stop in stops if stop and (index := text.find(stop, start)) >= 0]
+    return min(found, default=None)

@@ -1,5 +1,7 @@
 """``load_model(spec)``: the backend for a spec kind, imported only when that kind is asked for.
 
+``load_tokenizer(spec)`` does the same for a local model's chat tokenizer, without its weights.
+
 Every backend class provides ``from_spec(spec: ModelSpec) -> Self``: it reads ``spec.target``,
 ``spec.base_url`` and ``spec.options`` (through ``spec.check_options``, so an unknown option is a
 ConfigError), sets ``self.spec = str(spec)``, and imports its optional dependencies inside the call.
@@ -11,11 +13,12 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from datalyst.errors import ModelUnavailable
+from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm._base import ChatModel
 from datalyst.llm._spec import ModelKind, ModelSpec, OptionValue, resolve_spec
+from datalyst.llm._tokenizer import ChatTokenizer
 
-__all__ = ["load_model"]
+__all__ = ["load_model", "load_tokenizer"]
 
 BACKENDS: dict[ModelKind, str] = {
     ModelKind.OPENAI: "datalyst.llm._openai:OpenAIModel",
@@ -23,6 +26,11 @@ BACKENDS: dict[ModelKind, str] = {
     ModelKind.EMBEDDED: "datalyst.llm._llamacpp:LlamaCppModel",  # after _embedded.ensure_model finds the file
     ModelKind.HF: "datalyst.llm._transformers:TransformersModel",
     ModelKind.REPLAY: "datalyst.llm._replay:ReplayModel",
+}
+TOKENIZERS: dict[ModelKind, str] = {
+    ModelKind.GGUF: "datalyst.llm._gguf:GGUFTokenizer",
+    ModelKind.EMBEDDED: "datalyst.llm._gguf:GGUFTokenizer",  # of the file ensure_model finds
+    ModelKind.HF: "datalyst.llm._transformers:load_hf_tokenizer",
 }
 ENSURE_EMBEDDED = "datalyst.llm._embedded:ensure_model"
 EMBEDDED_INFO = "datalyst.llm._embedded:get_model"
@@ -48,6 +56,32 @@ def load_model(spec: str | ModelSpec | None = None, **options: OptionValue) -> C
         if parsed.kind == ModelKind.EMBEDDED:
             return _load_embedded(parsed)
         return _import(parsed.kind, BACKENDS[parsed.kind]).from_spec(parsed)
+    except ModuleNotFoundError as exc:
+        raise _missing_package(parsed.kind, exc) from exc
+
+
+def load_tokenizer(spec: str | ModelSpec | None = None) -> ChatTokenizer:
+    """The chat tokenizer (template and vocabulary) of a local model spec, without loading its weights.
+
+    ``embedded:NAME`` and ``gguf:PATH`` give a :class:`GGUFTokenizer` (an embedded model is fetched first
+    if missing); ``hf:PATH_OR_REPO`` an :class:`HFTokenizer`. The spec's options are ignored: none of them
+    changes the tokenizer. Server and replay specs have no tokenizer here (ConfigError).
+
+    >>> tokenizer = load_tokenizer("embedded:small")
+    >>> tokenizer.end_of_turn
+    '<|im_end|>'
+    """
+    parsed = spec if isinstance(spec, ModelSpec) else resolve_spec(spec)
+    if parsed.kind not in TOKENIZERS:
+        raise ConfigError(
+            f"model spec '{parsed}' names no local files to read a tokenizer from; give an embedded:, gguf: or "
+            "hf: spec of the same model"
+        )
+    target: str | Path = parsed.target
+    try:
+        if parsed.kind == ModelKind.EMBEDDED:
+            target = _import(parsed.kind, ENSURE_EMBEDDED)(parsed.target)
+        return _import(parsed.kind, TOKENIZERS[parsed.kind])(target)
     except ModuleNotFoundError as exc:
         raise _missing_package(parsed.kind, exc) from exc
 

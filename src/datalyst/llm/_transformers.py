@@ -8,10 +8,12 @@ GGUF metadata). Nothing is downloaded: every load
 passes ``local_files_only=True`` (as if ``HF_HUB_OFFLINE=1``), so a repo id only works when it is
 already in the Hugging Face cache.
 
-The prompt is rendered with the tokenizer's chat template. Sampling is plain temperature and top-p
-(the model's own generation defaults, such as top-k or a repetition penalty, are overridden);
-temperature 0 is greedy decoding. Log-probabilities are those of the model's raw distribution (from
-the unprocessed logits, before temperature and top-p), like the llama.cpp backend's.
+The prompt is rendered with the tokenizer's chat template (:class:`HFTokenizer`). Sampling is plain
+temperature and top-p (the model's own generation defaults, such as top-k or a repetition penalty, are
+overridden); temperature 0 is greedy decoding. The completion's text is the decoding of its token ids
+(special tokens included), ended at the token that completes a stop string. Log-probabilities are
+those of the model's raw distribution (from the unprocessed logits, before temperature and top-p),
+like the llama.cpp backend's; scoring a given continuation takes them from one forward pass.
 
 This class is also the policy that training uses: :attr:`TransformersModel.model` is the loaded
 ``PreTrainedModel`` and :attr:`TransformersModel.tokenizer` its tokenizer, both public, so a trainer
@@ -22,16 +24,16 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
-from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
-from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature
+from datalyst.llm._base import Completion, SamplingParams, TokenLogprob
+from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature, find_stop
 from datalyst.llm._spec import ModelKind, ModelSpec
+from datalyst.llm._tokenizer import HFTokenizer
 
-__all__ = ["TransformersModel"]
+__all__ = ["TransformersModel", "load_hf_tokenizer"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda", "auto")
@@ -78,14 +80,12 @@ class TransformersModel(LocalModel):
         """Where the weights live and generation runs (``cpu`` or ``cuda``)."""
         folder, load_options = _locate(self.target)
         self.name = Path(self.target).name or self.target
-        self.tokenizer: Any = _load_tokenizer(transformers, folder, load_options, self.target)
+        self.chat_tokenizer: HFTokenizer = HFTokenizer(
+            _load_tokenizer(transformers, folder, load_options, self.target), name=f"model {self.target}"
+        )
+        """The tokenizer's chat template and vocabulary (kept after ``close``)."""
+        self.tokenizer: Any = self.chat_tokenizer.tokenizer
         """The model's tokenizer (a ``PreTrainedTokenizerBase``), with its chat template."""
-        if not getattr(self.tokenizer, "chat_template", None):
-            where = "the GGUF metadata (tokenizer.chat_template)" if "gguf_file" in load_options else "the tokenizer"
-            raise ModelUnavailable(
-                f"model {self.target} has no chat template in {where}; use an instruct or chat model, or add "
-                "chat_template to its tokenizer_config.json"
-            )
         self.model: Any = _load_model(transformers, torch, folder, load_options, self.target, dtype, self.device)
         """The loaded ``PreTrainedModel`` (eval mode): the policy a trainer updates in place."""
         self._eos_ids = _eos_ids(self.model, self.tokenizer)
@@ -114,18 +114,6 @@ class TransformersModel(LocalModel):
     def _release(self) -> None:
         self.model = None
         self.tokenizer = None
-
-    def _prompt_tokens(self, messages: list[ChatMessage]) -> list[int]:
-        wire = [{"role": message.role.value, "content": message.content} for message in messages]
-        try:
-            prompt = self.tokenizer.apply_chat_template(wire, tokenize=False, add_generation_prompt=True)
-        except Exception as exc:  # jinja2 errors and the template's own raise_exception
-            raise ConfigError(
-                f"the chat template of {self.name} rejects these messages ({exc}); "
-                "adapt the roles or order to what the model accepts"
-            ) from exc
-        # The template writes any BOS itself.
-        return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
 
     def _generate_one(
         self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
@@ -162,25 +150,39 @@ class TransformersModel(LocalModel):
                 f"transformers failed while generating with {self.name} ({exc}); retry, or lower max_tokens"
             ) from exc
         new_tokens = result.sequences[0, len(prompt) :].tolist()
-        finish_reason = "length"
+        finish_reason = "cancelled" if cancelled.is_set() else "length"
         for index, token in enumerate(new_tokens):
             if token in self._eos_ids:
                 new_tokens, finish_reason = new_tokens[:index], "stop"
                 break
-        text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
-        cut = _first_stop(text, params.stop)
-        if cut is not None:
-            text, finish_reason = text[:cut], "stop"
-        elif cancelled.is_set():
-            finish_reason = "cancelled"
-        logprobs = self._logprobs(result, new_tokens) if params.logprobs else None
-        return Completion(
-            text=text,
+        tokenizer = self.chat_tokenizer
+        completion = Completion(
+            text=tokenizer.decode(new_tokens),
             finish_reason=finish_reason,
             prompt_tokens=len(prompt),
             completion_tokens=len(new_tokens),
-            logprobs=logprobs,
+            token_ids=new_tokens,
+            offsets=tokenizer.offsets(new_tokens),
+            logprobs=self._logprobs(result, new_tokens) if params.logprobs else None,
         )
+        if (hit := find_stop(completion.text, params.stop)) is None:
+            return completion
+        return completion.cut(hit[0]).model_copy(update={"finish_reason": "stop", "stop": hit[1]})
+
+    def _score_tokens(self, prompt: list[int], tokens: list[int], cancelled: threading.Event) -> list[float]:
+        if not tokens:
+            return []
+        torch = self._torch
+        input_ids = torch.tensor([prompt + tokens[:-1]], dtype=torch.long, device=self.device)
+        try:
+            with torch.inference_mode():
+                # The logits after the prompt's last token and after each continuation token but the last.
+                logits = self.model(input_ids, logits_to_keep=len(tokens)).logits[0].float()
+        except (RuntimeError, ValueError) as exc:
+            raise ModelResponseError(f"transformers failed while scoring with {self.name} ({exc}); retry") from exc
+        chosen = torch.tensor(tokens, dtype=torch.long, device=logits.device)
+        values = torch.log_softmax(logits, dim=-1).gather(-1, chosen[:, None])[:, 0]
+        return [min(0.0, value) for value in values.tolist()]
 
     def _logprobs(self, result: Any, tokens: list[int]) -> list[TokenLogprob]:
         """log p(token) for each generated token under the model's raw (unprocessed) distribution."""
@@ -189,15 +191,16 @@ class TransformersModel(LocalModel):
         scores = self.model.compute_transition_scores(result.sequences, steps, normalize_logits=True)
         values = scores[0, : len(tokens)].float().tolist()
         return [
-            TokenLogprob(token=self.tokenizer.decode([token]), logprob=min(0.0, float(value)))
+            TokenLogprob(token=self.chat_tokenizer.decode([token]), logprob=min(0.0, float(value)))
             for token, value in zip(tokens, values, strict=True)
         ]
 
 
-def _first_stop(text: str, stops: Sequence[str]) -> int | None:
-    """Where the earliest stop string starts in ``text``, or None."""
-    found = [position for stop in stops if stop and (position := text.find(stop)) >= 0]
-    return min(found, default=None)
+def load_hf_tokenizer(target: str) -> HFTokenizer:
+    """The chat tokenizer of ``hf:TARGET`` (a model folder, a GGUF file or a cached repo id), without the weights."""
+    _, transformers = _import_libraries()
+    folder, load_options = _locate(target)
+    return HFTokenizer(_load_tokenizer(transformers, folder, load_options, target), name=f"model {target}")
 
 
 def _import_libraries() -> tuple[Any, Any]:
