@@ -1,4 +1,4 @@
-"""Reading JSONL record files (benchmarks, task sets, responses) with one-line errors."""
+"""JSONL record files (benchmarks, task sets, run outputs): read with one-line errors, appended safely."""
 
 from __future__ import annotations
 
@@ -27,3 +27,10 @@ def read_records(path: str | Path) -> list[dict]:
             raise DataFileError(f"{path} line {number} is not an object with an 'id'; fix or remove that line")
         records.append(record)
     return records
+
+
+def drop_torn_tail(path: Path) -> None:
+    """Cut a last line left half-written by an interrupted run, so the next appended record starts a line."""
+    if path.exists() and (data := path.read_bytes()) and not data.endswith(b"\n"):
+        with path.open("rb+") as f:
+            f.truncate(data.rfind(b"\n") + 1)

@@ -6,6 +6,7 @@ from datalyst.agent._dialects import DIALECTS, get_dialect
 from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_notebook
 from datalyst.agent._rollout import RolloutSummary, rollout, rollout_groups
 from datalyst.agent._store import finished_ids, read_trajectories
+from datalyst.agent._training import TrainingExample, training_example
 from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "RolloutSummary",
     "Step",
     "Termination",
+    "TrainingExample",
     "TrainingMessage",
     "Trajectory",
     "Turn",
@@ -33,4 +35,5 @@ __all__ = [
     "to_html",
     "to_messages",
     "to_notebook",
+    "training_example",
 ]

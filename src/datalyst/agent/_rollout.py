@@ -30,9 +30,10 @@ from rich.progress import (
 
 from datalyst import __version__
 from datalyst.agent._agent import Agent
-from datalyst.agent._store import drop_torn_tail, finished_ids
+from datalyst.agent._store import finished_ids
 from datalyst.agent._trajectory import Termination, Trajectory
 from datalyst.files import write_atomic
+from datalyst.jsonl import drop_torn_tail
 from datalyst.provenance import git_revision
 from datalyst.tasks import Task
 

@@ -33,16 +33,6 @@ def finished_ids(paths: Path | Iterable[Path]) -> set[str]:
     return {t.id for t in read_trajectories(paths) if not t.failed}
 
 
-def drop_torn_tail(path: Path) -> None:
-    """Cut a last line left half-written by an interrupted run, so new lines do not join it."""
-    if not path.exists():
-        return
-    with path.open("rb+") as f:
-        data = f.read()
-        if data and not data.endswith(b"\n"):
-            f.truncate(data.rfind(b"\n") + 1)
-
-
 def _read_file(path: Path) -> Iterable[Trajectory]:
     if not path.exists():
         return

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from datalyst.agent import Trajectory
 from datalyst.errors import ConfigError, DataFileError
+from datalyst.jsonl import drop_torn_tail
 from datalyst.judge import areformat_dabench
 from datalyst.llm import ChatModel
 from datalyst.tasks import Task
@@ -107,7 +108,7 @@ async def areformat_run(
         return found
     if model is None:
         raise ConfigError(f"{len(missing)} DABench answers in {out_dir} are not reformatted yet; give the model {spec}")
-    _drop_torn_tail(path)
+    drop_torn_tail(path)
     with path.open("a", encoding="utf-8") as sink:
 
         def record(index: int, text: str) -> None:
@@ -147,10 +148,3 @@ def _read(path: Path) -> list[Reformatted]:
                 "remove that line to reformat that answer again"
             ) from exc
     return records
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a half-written last line, so that the next record starts a line of its own."""
-    if path.exists() and (data := path.read_bytes()) and not data.endswith(b"\n"):
-        with path.open("rb+") as f:
-            f.truncate(data.rfind(b"\n") + 1)

@@ -1,0 +1,62 @@
+"""Training examples: ids that decode to the chat template's rendering, a mask on exactly the agent's spans."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+
+from datalyst.agent import Agent, AgentConfig, Trajectory, to_messages, training_example
+from datalyst.llm import ChatMessage, ReplayModel, load_tokenizer
+from datalyst.tasks import Task
+
+pytestmark = pytest.mark.model
+
+CODE = "import pandas as pd\nprint(pd.read_csv('sales.csv')['region'].nunique())"
+SCRIPTS = {
+    "datamind": [
+        f"<think>Count regions.</think>\n<code>\n```python\n{CODE}\n```\n</code>",
+        "<think>Four.</think>\n<answer>@regions[4]</answer>",
+    ],
+    "jupiter": [
+        f"Thought: Count regions.\nAction:\n```python\n{CODE}\n```\nObservation:",
+        "Thought: Four.\nFormatted answer: @regions[4]",
+    ],
+    "datarus": [
+        "<step>\n<thought>Count regions.</thought>\n<action>python_executor</action>\n"
+        f"<action_input>\n{CODE}\n</action_input>\n</step>",
+        "<stop_analysis><thought>Four.</thought><answer>@regions[4]</answer></stop_analysis>",
+    ],
+}
+
+
+@pytest.fixture(scope="module", params=["embedded:small", "embedded:tiny"], ids=["qwen2.5", "smollm2"])
+def tokenizer(request):
+    return load_tokenizer(request.param)
+
+
+@pytest.fixture(scope="module", params=sorted(SCRIPTS))
+def trajectory(request, examples_dir) -> Trajectory:
+    task = Task(id="regions", question="How many regions are there?", files=[str(examples_dir / "sales.csv")])
+    agent = Agent(ReplayModel(SCRIPTS[request.param], per_turn=True), AgentConfig(dialect=request.param))
+    return asyncio.run(agent.arun(task))
+
+
+def test_ids_decode_to_the_templates_rendering_of_the_conversation(tokenizer, trajectory):
+    example = training_example(trajectory, tokenizer)
+    chat = [ChatMessage(role=message.role, content=message.content) for message in to_messages(trajectory)]
+    assert len(trajectory.turns) == 2 and trajectory.answer == "@regions[4]"
+    assert tokenizer.decode(example.input_ids) == tokenizer.render(chat, add_generation_prompt=False)
+    assert len(example.loss_mask) == len(example.input_ids)
+
+
+def test_the_mask_covers_exactly_each_turn_and_its_end_of_turn_token(tokenizer, trajectory):
+    example = training_example(trajectory, tokenizer)
+    runs = [
+        tokenizer.decode([token for token, _ in run])
+        for trained, run in itertools.groupby(zip(example.input_ids, example.loss_mask, strict=True), lambda p: p[1])
+        if trained
+    ]
+    assert runs == [turn.text + tokenizer.end_of_turn for turn in trajectory.turns]
+    assert example.loss_mask[0] == 0
