@@ -14,24 +14,20 @@ and asks again, up to ``max_attempts`` times, then reports ``score=None`` with t
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import re
 from collections.abc import Iterable
-from importlib import resources
 
-import jinja2
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelResponseError
+from datalyst.judge._prompts import prompt_templates
 from datalyst.judge._rule import REL_TOL
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 
 __all__ = ["DEFAULT_JUDGE_SAMPLING", "LLMGrader", "LLMVerdict"]
 
 DEFAULT_JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
-_PROMPT_KEYS = ("system", "user", "retry")
 _SCORE = re.compile(r"<\s*score\s*>([^<]*)<\s*/\s*score\s*>", re.IGNORECASE)
 _THOUGHT_OPEN = re.compile(r"<\s*thought\s*>", re.IGNORECASE)
 _THOUGHT_CLOSE = re.compile(r"<\s*/\s*thought\s*>", re.IGNORECASE)
@@ -59,14 +55,6 @@ class LLMVerdict(BaseModel):
         return self.score == 1
 
 
-@functools.cache
-def _templates() -> dict[str, jinja2.Template]:
-    source = (resources.files("datalyst.judge") / "prompts" / "llm_judge.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(source)
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    return {key: env.from_string(data[key]) for key in _PROMPT_KEYS}
-
-
 def _as_text(value: object) -> str:
     """An answer as the judge reads it: text as it is, any other JSON value as compact JSON."""
     if isinstance(value, str):
@@ -78,7 +66,7 @@ def _as_text(value: object) -> str:
 
 def render_judge_prompt(question: str, predicted: object, gold: object) -> list[ChatMessage]:
     """The opening messages (system, user) the judge model receives."""
-    templates = _templates()
+    templates = prompt_templates("llm_judge")
     variables = {
         "question": _as_text(question).strip(),
         "predicted": _as_text(predicted).strip(),
@@ -145,7 +133,7 @@ class LLMGrader:
             score, reasoning, problem = parse_judgement(reply)
             if problem is None:
                 return LLMVerdict(score=score, reasoning=reasoning, attempts=attempt, raw=raw)
-            retry = _templates()["retry"].render(problem=problem).strip()
+            retry = prompt_templates("llm_judge")["retry"].render(problem=problem).strip()
             messages = [
                 *messages,
                 ChatMessage(role=Role.ASSISTANT, content=reply),

@@ -9,32 +9,18 @@ right value written as ``@57`` or a bare ``-0.83`` still counts. The three messa
 
 from __future__ import annotations
 
-import functools
-from importlib import resources
-
-import jinja2
-import yaml
-
 from datalyst.errors import ModelResponseError
+from datalyst.judge._prompts import prompt_templates
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.tasks import Task
 
 REFORMAT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
-_PROMPT_KEYS = ("question", "request")
-
-
-@functools.cache
-def _templates() -> dict[str, jinja2.Template]:
-    source = (resources.files("datalyst.judge") / "prompts" / "dabench_reformat.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(source)
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    return {key: env.from_string(data[key]) for key in _PROMPT_KEYS}
 
 
 def reformat_messages(task: Task, response: str) -> list[ChatMessage]:
     """The conversation the reformatting model continues: question, the raw response, the request."""
     variables = {"question": task.question.strip(), "constraints": task.constraints.strip(), "format": task.format}
-    templates = _templates()
+    templates = prompt_templates("dabench_reformat")
     return [
         ChatMessage(role=Role.USER, content=templates["question"].render(variables).strip()),
         ChatMessage(role=Role.ASSISTANT, content=response),
