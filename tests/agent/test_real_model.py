@@ -17,10 +17,11 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 @pytest.mark.parametrize("dialect", ["datamind", "jupiter"])
 def test_a_real_model_produces_a_well_formed_trajectory(examples_dir, dialect):
     task = Task(id="real", question="How many rows does the table have?", files=[str(examples_dir / "sales.csv")])
-    config = AgentConfig(dialect=dialect, max_turns=3, sampling=SamplingParams(temperature=0.0, max_tokens=160))
+    sampling = SamplingParams(temperature=0.0, max_tokens=160, logprobs=True)
+    config = AgentConfig(dialect=dialect, max_turns=3, sampling=sampling)
+    model = load_model("embedded:tiny")
 
     async def main() -> Trajectory:
-        model = load_model("embedded:tiny")
         try:
             return await Agent(model, config).arun(task)
         finally:
@@ -38,3 +39,6 @@ def test_a_real_model_produces_a_well_formed_trajectory(examples_dir, dialect):
         t.observation is not None for t in trajectory.turns
     )
     assert to_notebook(trajectory).cells
+    for turn in trajectory.turns:  # the kept turn's ids and logprobs are those of its text, cut at a token
+        assert turn.token_ids and model.chat_tokenizer.decode(turn.token_ids) == turn.text
+        assert turn.logprobs is not None and len(turn.logprobs) == len(turn.token_ids)
