@@ -24,7 +24,7 @@ from datalyst.agent._dialect import ActionKind, Dialect, PromptContext
 from datalyst.agent._dialects import get_dialect
 from datalyst.agent._export import observation_message
 from datalyst.agent._figures import collect_figures
-from datalyst.agent._trajectory import Termination, Trajectory, Turn
+from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
 from datalyst.data import FileKind, describe, detect_kind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
@@ -146,21 +146,25 @@ class Agent:
             executor, build_context, task, self.config.max_file_info_chars
         )
         system, first = self.dialect.opening(context)
-        trajectory = Trajectory(
-            id=f"{task.id}#{trial}",
+        trajectory = self.new_trajectory(
+            task, trial, system_prompt=system, first_message=first, termination=Termination.MAX_TURNS
+        )
+        messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
+        return AgentState(trajectory, messages, PendingSandbox(task.files, self.config, executor))
+
+    def new_trajectory(self, task: Task, trial: int, **fields: object) -> Trajectory:
+        """A trajectory of ``task`` by this agent, started now, with ``fields`` (prompts, termination, ...)."""
+        return Trajectory(
+            id=trajectory_id(task.id, trial),
             task=task,
             trial=trial,
             dialect=self.dialect.name,
             model=self.model.spec,
             sampling=self.sampling,
-            system_prompt=system,
-            first_message=first,
-            termination=Termination.MAX_TURNS,
             started_at=datetime.now(UTC),
             datalyst_version=__version__,
+            **fields,
         )
-        messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
-        return AgentState(trajectory, messages, PendingSandbox(task.files, self.config, executor))
 
     async def propose(self, state: AgentState, n: int = 1, *, logprobs: bool = False) -> list[Completion]:
         """``n`` candidate next turns for ``state`` (raises ContextOverflow when the prompt no longer fits).

@@ -31,7 +31,7 @@ from rich.progress import (
 from datalyst import __version__
 from datalyst.agent._agent import Agent
 from datalyst.agent._store import finished_ids
-from datalyst.agent._trajectory import Termination, Trajectory
+from datalyst.agent._trajectory import Termination, Trajectory, trajectory_id
 from datalyst.files import write_atomic
 from datalyst.jsonl import drop_torn_tail
 from datalyst.provenance import git_revision
@@ -69,7 +69,7 @@ async def rollout_groups(
     Trials whose ids (``<task id>#<trial>``) are in ``skip_ids`` are not run, so a group holds only the
     others (a task with none left yields nothing). ``on_trajectory`` sees every trajectory as it finishes.
     """
-    jobs = [(task, trial) for task in tasks for trial in range(trials) if f"{task.id}#{trial}" not in skip_ids]
+    jobs = [(task, trial) for task in tasks for trial in range(trials) if trajectory_id(task.id, trial) not in skip_ids]
     expected = Counter(task.id for task, _ in jobs)
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for job in jobs:
@@ -132,7 +132,7 @@ async def rollout(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     drop_torn_tail(out_path)
     done = finished_ids(out_path) | set(skip_ids)
-    todo = sum(f"{task.id}#{trial}" not in done for task in tasks for trial in range(trials))
+    todo = sum(trajectory_id(task.id, trial) not in done for task in tasks for trial in range(trials))
     _write_manifest(out_path, agent, trials=trials, concurrency=concurrency)
     counts: Counter[str] = Counter()
     started = time.monotonic()
@@ -164,19 +164,13 @@ async def _run_one(agent: Agent, task: Task, trial: int, executor: ThreadPoolExe
         return await agent.arun(task, trial=trial, executor=executor)
     except Exception as exc:  # recorded, never raised: one broken task must not end the rollout
         log.warning("trajectory %s#%d failed: %s", task.id, trial, exc)
-        return Trajectory(
-            id=f"{task.id}#{trial}",
-            task=task,
-            trial=trial,
-            dialect=agent.dialect.name,
-            model=agent.model.spec,
-            sampling=agent.sampling,
+        return agent.new_trajectory(
+            task,
+            trial,
             system_prompt="",
             first_message="",
             termination=Termination.FAILED,
             error=f"{type(exc).__name__}: {exc}",
-            started_at=datetime.now(UTC),
-            datalyst_version=__version__,
         )
 
 

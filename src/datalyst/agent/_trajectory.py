@@ -21,6 +21,11 @@ from datalyst.tasks import Task
 SCHEMA_VERSION = 2
 
 
+def trajectory_id(task_id: str, trial: int) -> str:
+    """The id of a task's ``trial``-th trajectory: unique within a run, the key for resuming."""
+    return f"{task_id}#{trial}"
+
+
 class Termination(StrEnum):
     ANSWER = "answer"
     MAX_TURNS = "max_turns"
