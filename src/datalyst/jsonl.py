@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from datalyst.errors import DataFileError
+
+Record = TypeVar("Record", bound=BaseModel)
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -26,6 +31,30 @@ def read_records(path: str | Path) -> list[dict]:
         if not isinstance(record, dict) or "id" not in record:
             raise DataFileError(f"{path} line {number} is not an object with an 'id'; fix or remove that line")
         records.append(record)
+    return records
+
+
+def read_appended(path: Path, model: type[Record], *, what: str, fix: str) -> list[Record]:
+    """The lines of an append-only file as ``model`` records, in order (none when it does not exist).
+
+    Only a torn last line (an interrupted write) is skipped; any other line that is not ``what``
+    raises one DataFileError naming the file and line, ending with ``fix``.
+    """
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            if number == len(lines) and not line.endswith("\n"):
+                break  # the next append cuts it off (drop_torn_tail)
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "record"
+            raise DataFileError(f"{path} line {number} is not {what} ({where}: {problem['msg']}); {fix}") from None
     return records
 
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from datalyst.agent._trajectory import Trajectory
-from datalyst.errors import DataFileError
+from datalyst.jsonl import read_appended
+
+_FIX = "restore the file or move the line out"
 
 
 def read_trajectories(paths: Path | Iterable[Path]) -> list[Trajectory]:
     """The latest attempt of every trajectory id in ``paths`` (missing files hold none), in first-seen order."""
     chosen: dict[str, Trajectory] = {}
     for path in [paths] if isinstance(paths, Path) else paths:
-        for trajectory in _read_file(path):
+        for trajectory in read_appended(path, Trajectory, what="a trajectory", fix=_FIX):
             current = chosen.get(trajectory.id)
             if current is None or trajectory.started_at >= current.started_at:
                 chosen[trajectory.id] = trajectory
@@ -31,24 +31,3 @@ def read_trajectories(paths: Path | Iterable[Path]) -> list[Trajectory]:
 def finished_ids(paths: Path | Iterable[Path]) -> set[str]:
     """Ids whose latest attempt did not fail on our side: a resumed run skips these and retries the rest."""
     return {t.id for t in read_trajectories(paths) if not t.failed}
-
-
-def _read_file(path: Path) -> Iterable[Trajectory]:
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8") as f:
-        lines = f.readlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield Trajectory.model_validate_json(line)
-        except ValidationError as exc:
-            if number == len(lines) and not line.endswith("\n"):
-                return  # torn by an interrupted write; the next run cuts it off
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"]) or "record"
-            raise DataFileError(
-                f"{path} line {number} is not a trajectory ({where}: {problem['msg']}); "
-                "restore the file or move the line out"
-            ) from None

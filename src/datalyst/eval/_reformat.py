@@ -11,11 +11,11 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from datalyst.agent import Trajectory
-from datalyst.errors import ConfigError, DataFileError
-from datalyst.jsonl import drop_torn_tail
+from datalyst.errors import ConfigError
+from datalyst.jsonl import drop_torn_tail, read_appended
 from datalyst.judge import areformat_dabench
 from datalyst.llm import ChatModel
 from datalyst.tasks import Task
@@ -130,21 +130,6 @@ async def areformat_run(
 
 
 def _read(path: Path) -> list[Reformatted]:
-    """The records of ``path`` in order; a torn last line (an interrupted write) is skipped."""
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(Reformatted.model_validate_json(line))
-        except ValidationError as exc:
-            if number == len(lines) and not line.endswith("\n"):
-                break
-            raise DataFileError(
-                f"{path} line {number} is not a reformatted answer ({exc.errors()[0]['msg']}); "
-                "remove that line to reformat that answer again"
-            ) from exc
-    return records
+    return read_appended(
+        path, Reformatted, what="a reformatted answer", fix="remove that line to reformat that answer again"
+    )
