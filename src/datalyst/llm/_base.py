@@ -90,6 +90,18 @@ class Completion(BaseModel):
             }
         )
 
+    def ended_at_stop(self, stops: Sequence[str]) -> Completion:
+        """This completion cut just after the first of ``stops`` in its text (kept), or itself if none occurs."""
+        if (hit := find_stop(self.text, stops)) is None:
+            return self
+        return self.cut(hit[0]).model_copy(update={"finish_reason": "stop", "stop": hit[1]})
+
+
+def find_stop(text: str, stops: Sequence[str], start: int = 0) -> tuple[int, str] | None:
+    """Where the first stop string in ``text`` (looking from ``start``) ends, and which one it is, or None."""
+    found = [(index + len(stop), stop) for stop in stops if stop and (index := text.find(stop, start)) >= 0]
+    return min(found, default=None)
+
 
 @runtime_checkable
 class ChatModel(Protocol):

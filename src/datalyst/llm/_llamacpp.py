@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
-from datalyst.llm._base import Completion, SamplingParams, TokenLogprob
+from datalyst.llm._base import Completion, SamplingParams, TokenLogprob, find_stop
 from datalyst.llm._gguf import GGUFTokenizer, Spelling, check_gguf, import_llama_cpp
-from datalyst.llm._local import LocalModel, find_stop
+from datalyst.llm._local import LocalModel
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["LlamaCppModel"]

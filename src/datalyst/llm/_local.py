@@ -178,9 +178,3 @@ class LocalModel:
             return [
                 self._generate_one(prompt, params, (base_seed + k) % SEED_MODULUS, cancelled) for k in range(params.n)
             ]
-
-
-def find_stop(text: str, stops: Sequence[str], start: int = 0) -> tuple[int, str] | None:
-    """Where the first stop string in ``text`` (looking from ``start``) ends, and which one it is, or None."""
-    found = [(index + len(stop), stop) for stop in stops if stop and (index := text.find(stop, start)) >= 0]
-    return min(found, default=None)

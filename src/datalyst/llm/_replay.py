@@ -140,12 +140,7 @@ def _count_tokens(text: str) -> int:
 
 def _as_served(recorded: Completion, params: SamplingParams, prompt_tokens: int) -> Completion:
     """``recorded`` as a server would return it for ``params``: ended at a stop string (kept) or at max_tokens."""
-    served = recorded
-    hit = min(
-        ((index + len(stop), stop) for stop in params.stop if (index := recorded.text.find(stop)) >= 0), default=None
-    )
-    if hit is not None:
-        served = recorded.cut(hit[0]).model_copy(update={"finish_reason": "stop", "stop": hit[1]})
+    served = recorded.ended_at_stop(params.stop)
     ends = served.offsets if served.offsets is not None else [word.end() for word in _WORD.finditer(served.text)]
     if len(ends) > params.max_tokens:
         served = served.cut(ends[params.max_tokens - 1]).model_copy(update={"finish_reason": "length", "stop": None})

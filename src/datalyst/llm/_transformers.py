@@ -29,7 +29,7 @@ from typing import Any
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import Completion, SamplingParams, TokenLogprob
-from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature, find_stop
+from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature
 from datalyst.llm._spec import ModelKind, ModelSpec
 from datalyst.llm._tokenizer import HFTokenizer
 
@@ -165,9 +165,7 @@ class TransformersModel(LocalModel):
             offsets=tokenizer.offsets(new_tokens),
             logprobs=self._logprobs(result, new_tokens) if params.logprobs else None,
         )
-        if (hit := find_stop(completion.text, params.stop)) is None:
-            return completion
-        return completion.cut(hit[0]).model_copy(update={"finish_reason": "stop", "stop": hit[1]})
+        return completion.ended_at_stop(params.stop)
 
     def _score_tokens(self, prompt: list[int], tokens: list[int], cancelled: threading.Event) -> list[float]:
         if not tokens:
