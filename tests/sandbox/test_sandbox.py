@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -180,3 +182,17 @@ def test_a_session_goes_on_with_writers_left_running_by_a_cell():
         result = sb.run_python(spam)
         assert result.ok and result.stdout.startswith("started")
         assert sb.run_python("print('next')").ok
+
+
+@pytest.mark.parametrize("mode", ["session", "replay"])
+def test_closing_while_a_cell_runs_on_another_thread_interrupts_it_and_leaves_nothing(sales, mode):
+    """What cancelling a trajectory does: its cell still runs in a worker thread while the sandbox closes."""
+    for _ in range(5):
+        sb = Sandbox(files=[sales], mode=mode, limits=FAST)
+        sb.run_python("x = 1")
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(sb.run_python, "import time\ntime.sleep(30)")
+            time.sleep(0.3)
+            sb.close()  # raises nothing, and returns once the jail is gone and the folder deleted
+            assert running.result(timeout=10).error is not None
+        assert not os.path.exists(sb.workdir)

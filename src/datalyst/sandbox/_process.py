@@ -9,6 +9,7 @@ import secrets
 import selectors
 import signal
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,8 @@ class WorkerProcess:
         for fd in (out_r, err_r, status_r):
             os.set_blocking(fd, False)
         self._status_buf = b""
+        self._fds_lock = threading.Lock()
+        """Lets another thread's ``kill`` signal the worker while its owner may be closing the descriptors."""
         self.pid = 0
         self.pidfd: int | None = None
         self.wait_status: int | None = None
@@ -235,17 +238,18 @@ class WorkerProcess:
 
     def kill(self, *, wait: bool = True) -> str:
         """Kill the worker (and with it its whole PID namespace); with ``wait``, return how it ended."""
-        if self.pidfd is not None and self.wait_status is None:
-            if not self.report.get("namespaces"):  # no PID namespace: kill the worker's process group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        with self._fds_lock:
+            if self.pidfd is not None and self.wait_status is None:
+                if not self.report.get("namespaces"):  # no PID namespace: kill the worker's process group
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(self.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
         if not wait:
             return ""
         deadline = time.monotonic() + EXIT_REPORT_TIMEOUT_S
-        try:
-            while self.wait_status is None and time.monotonic() < deadline:
+        try:  # the monitor reports how the worker ended, then exits: its status pipe ends with it
+            while time.monotonic() < deadline:
                 self._status_lines(deadline - time.monotonic())
         except EOFError:
             pass
@@ -254,12 +258,13 @@ class WorkerProcess:
     def close(self, *, wait: bool = False) -> None:
         """Kill the worker; with ``wait``, return only once every process of the jail has exited."""
         self.kill(wait=wait)
-        self.ctrl.close()
-        for fd in (self.stdout_fd, self.stderr_fd, self.status_fd, self.pidfd):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.pidfd = None
+        with self._fds_lock:
+            self.ctrl.close()
+            for fd in (self.stdout_fd, self.stderr_fd, self.status_fd, self.pidfd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self.pidfd = None
 
 
 def _read(fd: int) -> bytes | None:

@@ -81,6 +81,9 @@ class Sandbox:
         self._state_lost = False
         self._isolation = ""
         self._starting = threading.Lock()
+        self._busy = threading.Lock()
+        """Held by a running cell or query, and by ``close``: a close from another thread (a cancelled
+        trajectory's) interrupts the step, then waits for it to finish with the worker and the folder."""
         self._home = tempfile.mkdtemp(prefix="sandbox-", dir=self._forkserver.ensure_run_root())
         self.workdir = os.path.join(self._home, "work")
         self._baseline = os.path.join(self._home, "baseline")
@@ -163,10 +166,11 @@ class Sandbox:
         name = f"<cell-{self._cells}>"
         if self.screen_code and (problem := screen(code, self.data_files)):
             return ExecResult(error=CellError(ename="SandboxViolation", evalue=problem, traceback=problem))
-        result = self._run_cell(code, name)
-        missing = result.error.missing_module if result.error else None
-        if self.auto_install and missing and self.auto_install.install(missing):
+        with self._busy:
             result = self._run_cell(code, name)
+            missing = result.error.missing_module if result.error else None
+            if self.auto_install and missing and self.auto_install.install(missing):
+                result = self._run_cell(code, name)
         return result
 
     def _run_cell(self, code: str, name: str) -> ExecResult:
@@ -191,7 +195,7 @@ class Sandbox:
             if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
                 error = result.error.ename if result.error else None
                 self._history.append(_Step({"op": "run", "code": code, "name": name}, name, error))
-            self._drop_worker(wait=True)  # nothing of this worker may still write when the folder is restored
+            self._drop_worker()
         return result
 
     def _restore_workdir(self) -> None:
@@ -235,14 +239,19 @@ class Sandbox:
         target = self._check_sql_target(output_path, db)
         if isinstance(target, SqlResult):
             return target
+        with self._busy:
+            return self._run_query(
+                {
+                    "op": "sql",
+                    "sql": sql,
+                    "db": target,
+                    "output_path": output_path,
+                    "timeout_s": self.limits.sql_timeout_s,
+                }
+            )
+
+    def _run_query(self, request: dict[str, Any]) -> SqlResult:
         worker = self._ensure_worker()
-        request = {
-            "op": "sql",
-            "sql": sql,
-            "db": target,
-            "output_path": output_path,
-            "timeout_s": self.limits.sql_timeout_s,
-        }
         exchange = worker.exchange(
             request,
             timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
@@ -257,7 +266,7 @@ class Sandbox:
         result = SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
         if self.mode == "replay":  # its output file is part of what later cells see
             self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
-            self._drop_worker(wait=True)
+            self._drop_worker()
         return result
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
@@ -271,16 +280,27 @@ class Sandbox:
 
     # -- ending
 
-    def _drop_worker(self, *, wait: bool = False) -> None:
+    def _drop_worker(self) -> None:
+        """Kill the worker and wait until every process of its jail has exited: nothing of it may still write
+        when the folder is restored, re-used or deleted."""
         if self._worker is not None:
-            self._worker.close(wait=wait)
+            self._worker.close(wait=True)
             self._worker = None
 
     def close(self) -> None:
-        """Kill the worker, wait until nothing in its jail can still write, and delete the work folder."""
-        self._drop_worker(wait=True)
-        if os.path.isdir(self._home):
-            remove_tree(self._home)
+        """Kill the worker, wait until nothing in its jail can still write, and delete the work folder.
+
+        Safe from another thread while a cell runs: the cell is interrupted (it returns a killed-worker
+        result) and the folder goes once it has finished.
+        """
+        if (worker := self._worker) is not None:
+            worker.kill(wait=False)
+        with self._busy:
+            try:
+                self._drop_worker()
+            finally:
+                if os.path.isdir(self._home):
+                    remove_tree(self._home)
 
     def __enter__(self) -> Sandbox:
         return self
