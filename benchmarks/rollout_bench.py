@@ -1,19 +1,25 @@
 """Rollout throughput: 64 concurrent trajectories against a model that takes a fixed time per call.
 
-    python benchmarks/rollout_bench.py [--trajectories 256] [--concurrency 64] [--latency-s 0.5]
+    python benchmarks/rollout_bench.py [--trajectories 1024] [--concurrency 64] [--latency-s 0.5]
 
-By default 256 trajectories flow through 64 slots, which is the steady state of a sampling or RL
-rollout; ``--trajectories 64`` measures a single wave that starts all at once (see BENCHMARKS.md).
+By default 1024 trajectories flow through 64 slots, which is the steady state of a sampling or RL
+rollout: the last seconds of any run, when the final trajectories wait on the model with little
+left to execute, weigh little in it (they cost a 256-trajectory run about 5 % of its throughput).
+``--trajectories 64`` measures a single wave that starts all at once (see BENCHMARKS.md).
 
 The model is a scripted replay backend that waits ``--latency-s`` per call (an inference server
 that is never the bottleneck); every code turn runs for real in the sandbox. The ideal throughput
 is the smaller of two bounds measured in the same run:
 
 - latency bound: ``concurrency / (turns * latency + one trajectory's own time with no latency)``;
-- CPU bound: ``cores / CPU seconds one trajectory costs``: this process plus the fork server and
-  everything it forked (workers are reaped into its children's times), from /proc.
+- CPU bound: ``cores / CPU seconds one trajectory costs while the measured run goes on``: the busy
+  time of the whole machine (/proc/stat) over that run, divided by its trajectories. Measured under
+  the run's own load because that is what a trajectory costs there: with 64 sandboxes alive the
+  kernel does more per fork, fault and exit, and kernel threads work for the sandboxes, than for
+  trajectories run one at a time (printed beside it; docs/BENCHMARKS.md). Run it on an otherwise
+  idle machine: the script prints how busy the machine was just before.
 
-The engine's score is achieved throughput / ideal throughput (target >= 0.8).
+The engine's score is achieved throughput / ideal throughput (target >= 0.9).
 """
 
 from __future__ import annotations
@@ -43,6 +49,13 @@ SCRIPT = [
 ]
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent not idle since boot, summed over cores."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds() -> float:
     """CPU time used so far by this process and by the sandbox fork server with its reaped children."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -55,43 +68,50 @@ def cpu_seconds() -> float:
     return total
 
 
-async def run(n: int, concurrency: int, latency_s: float, out_dir: str) -> tuple[float, float, int]:
-    """Wall seconds, machine CPU seconds and answered count for ``n`` trajectories."""
+async def run(n: int, concurrency: int, latency_s: float, out_dir: str) -> tuple[float, float, float, int]:
+    """Wall seconds, own CPU seconds, machine busy seconds and answered count for ``n`` trajectories."""
     tasks = [Task(id=f"q{i}", question="Which region sells most?", files=[str(SALES)]) for i in range(n)]
     agent = Agent(ReplayModel(SCRIPT, per_turn=True, latency_s=latency_s), AgentConfig(max_turns=len(SCRIPT)))
     out = Path(out_dir) / f"rollout-{n}-{concurrency}-{latency_s}.jsonl"
-    cpu, started = cpu_seconds(), time.monotonic()
+    cpu, busy, started = cpu_seconds(), machine_busy_seconds(), time.monotonic()
     summary = await rollout(tasks, agent, out, concurrency=concurrency, progress=False)
-    return time.monotonic() - started, cpu_seconds() - cpu, summary.terminations.get(Termination.ANSWER, 0)
+    wall_s, cpu, busy = time.monotonic() - started, cpu_seconds() - cpu, machine_busy_seconds() - busy
+    return wall_s, cpu, busy, summary.terminations.get(Termination.ANSWER, 0)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trajectories", type=int, default=256)
+    parser.add_argument("--trajectories", type=int, default=1024)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-s", type=float, default=0.5)
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     turns = len(SCRIPT)
+    n = args.trajectories
     with tempfile.TemporaryDirectory() as out_dir:
         asyncio.run(run(2, 1, 0.0, out_dir))  # warm the fork server and the imports
-        single_s, _, _ = asyncio.run(run(1, 1, 0.0, out_dir))
-        _, sequential_cpu, _ = asyncio.run(run(8, 1, 0.0, out_dir))
-        wall_s, _, answered = asyncio.run(run(args.trajectories, args.concurrency, args.latency_s, out_dir))
-    cpu_per_trajectory = sequential_cpu / 8
+        single_s, *_ = asyncio.run(run(1, 1, 0.0, out_dir))
+        _, sequential_cpu, _, _ = asyncio.run(run(16, 1, 0.0, out_dir))
+        idle_busy = machine_busy_seconds()
+        time.sleep(1.0)
+        idle_busy = machine_busy_seconds() - idle_busy
+        wall_s, own_cpu, busy, answered = asyncio.run(run(n, args.concurrency, args.latency_s, out_dir))
     latency_bound = args.concurrency / (turns * args.latency_s + single_s)
-    cpu_bound = cores / cpu_per_trajectory
+    cpu_bound = cores / (busy / n)
     ideal = min(latency_bound, cpu_bound)
-    achieved = args.trajectories / wall_s
-    print(f"{args.trajectories} trajectories x {turns} turns, concurrency {args.concurrency}, "
+    achieved = n / wall_s
+    print(f"{n} trajectories x {turns} turns, concurrency {args.concurrency}, "
           f"model latency {args.latency_s:g} s per call, {cores} cores")  # fmt: skip
+    print(f"machine busy before the run:        {idle_busy / cores:8.1%} (should be near 0)")
     print(f"one trajectory alone, no latency:   {single_s * 1000:8.1f} ms wall")
-    print(f"CPU per trajectory (8 in a row):    {cpu_per_trajectory * 1000:8.1f} ms (host + sandboxes)")
+    print(f"CPU per trajectory, 16 in a row:    {sequential_cpu / 16 * 1000:8.1f} ms (host + sandboxes)")
+    print(f"CPU per trajectory, in the run:     {own_cpu / n * 1000:8.1f} ms (host + sandboxes), "
+          f"{busy / n * 1000:.1f} ms (whole machine)")  # fmt: skip
     print(f"latency bound:                      {latency_bound:8.2f} trajectories/s")
     print(f"CPU bound:                          {cpu_bound:8.2f} trajectories/s")
     print(f"achieved:                           {achieved:8.2f} trajectories/s ({wall_s:.2f} s, {answered} answered)")
     ratio = achieved / ideal
-    print(f"achieved / ideal:                   {ratio:8.2f}   {'PASS' if ratio >= 0.8 else 'FAIL'} (target >= 0.8)")
+    print(f"achieved / ideal:                   {ratio:8.2f}   {'PASS' if ratio >= 0.9 else 'FAIL'} (target >= 0.9)")
 
 
 if __name__ == "__main__":

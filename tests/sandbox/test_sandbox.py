@@ -115,8 +115,10 @@ def test_crash_is_a_result_and_the_next_cell_gets_a_fresh_worker():
 def test_the_environment_is_scrubbed(monkeypatch):
     monkeypatch.setenv("DATALYST_TEST_SECRET", "hunter2")
     with Sandbox(limits=FAST) as sb:
-        result = sb.run_python("import os\nprint(sorted(os.environ))")
+        result = sb.run_python("import os\nprint(sorted(os.environ), open('/proc/self/environ').read())")
+        flags = sb.run_python("import sys\nprint(sys.flags.no_user_site, sys.flags.safe_path)")
     assert "DATALYST_TEST_SECRET" not in result.stdout and "hunter2" not in result.stdout
+    assert flags.stdout == "1 True\n"  # no user site-packages, no current folder on sys.path
 
 
 def test_isolation_is_reported():

@@ -178,7 +178,7 @@ def _line(message: dict[str, Any]) -> bytes:
 
 
 def main() -> None:
-    """Entry point of the fork server process: ``python -I -c BOOTSTRAP SRC_DIR FD RUN_ROOT``."""
+    """Entry point of the fork server process: ``python -s -P -c BOOTSTRAP SRC_DIR FD RUN_ROOT``."""
     sock = socket.socket(fileno=int(sys.argv[2]))
     run_root = sys.argv[3]
     monitors: set[int] = set()
@@ -273,8 +273,14 @@ class ForkServer:
             "OPENBLAS_NUM_THREADS": "1",
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
+            # Objects in glibc's heap on transparent huge pages: forking a worker then copies one page
+            # table entry per 2 MiB instead of per 4 KiB, which halves what each sandbox costs to start
+            # (docs/BENCHMARKS.md). Python reads PYTHONMALLOC only without -E, so -s -P stand in for -I
+            # and this dict is the whole environment.
+            "PYTHONMALLOC": "malloc",
+            "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
         }
-        argv = [sys.executable, "-I", "-c", _BOOTSTRAP, src_dir, str(server_end.fileno()), self.run_root]
+        argv = [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, src_dir, str(server_end.fileno()), self.run_root]
         self._proc = subprocess.Popen(
             argv, env=env, pass_fds=[server_end.fileno()], stdin=subprocess.DEVNULL, cwd=self.run_root
         )
