@@ -7,7 +7,10 @@ import contextlib
 import json
 import os
 
+import pytest
+
 from datalyst.agent import Agent, AgentConfig, Termination, Trajectory, rollout, rollout_groups
+from datalyst.errors import IsolationUnavailable
 from datalyst.llm import ReplayModel, SamplingParams
 from datalyst.sandbox import default_forkserver
 from datalyst.tasks import Task
@@ -135,3 +138,21 @@ def test_rollout_groups_yield_each_tasks_trials_together(examples_dir):
     groups = asyncio.run(main())
     assert sorted([t.id for t in group] for group in groups) == [["t0#0", "t0#1"], ["t1#0", "t1#1"], ["t2#1"]]
     assert all(t.answer == "@value[42]" for group in groups for t in group) and len(seen) == 5
+
+
+def test_isolation_refused_ends_the_rollout_even_after_other_workers_ran_out_of_tasks(examples_dir):
+    """The refusal is about the machine, so it stops everything, and it must not wait on a finished worker."""
+
+    class RefusingAgent(Agent):
+        async def arun(self, task, **kwargs):
+            if task.id == "t1":
+                await asyncio.sleep(0.3)  # the other worker has finished its task and stopped by now
+                raise IsolationUnavailable("no user namespaces here")
+            return await super().arun(task, **kwargs)
+
+    async def main():
+        groups = rollout_groups(make_tasks(examples_dir, 2), RefusingAgent(ReplayModel(TURNS[1:])), 1, concurrency=2)
+        return [group async for group in groups]
+
+    with pytest.raises(IsolationUnavailable, match="no user namespaces"):
+        asyncio.run(asyncio.wait_for(main(), timeout=30))

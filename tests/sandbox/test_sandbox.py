@@ -10,6 +10,8 @@ import pytest
 
 from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable
 from datalyst.sandbox import Limits, Sandbox
+from datalyst.sandbox import _sandbox as sandbox_module
+from datalyst.sandbox._sandbox import _missing_layer, _refusal
 
 FAST = Limits(wall_s=5, cpu_s=5, memory_mb=1024)
 MODES = ["session", "replay"]
@@ -126,20 +128,34 @@ def test_isolation_is_reported():
         assert sb.isolation.startswith("namespaces: user, mount, pid, network")
 
 
-def test_without_namespaces_the_sandbox_degrades_and_says_so(sales):
-    with Sandbox(files=[sales], limits=Limits(wall_s=1, cpu_s=30), use_namespaces=False) as sb:
+def test_without_namespaces_the_sandbox_degrades_and_says_so(sales, caplog, monkeypatch):
+    monkeypatch.setattr(sandbox_module, "_warned", set())  # other tests may have had the warning already
+    limits = Limits(wall_s=1, cpu_s=30)
+    with Sandbox(files=[sales], limits=limits, use_namespaces=False, require_isolation=False) as sb:
         assert sb.isolation.startswith("DEGRADED (namespaces disabled by the caller)")
         assert sb.run_python("print(open('sales.csv').readline().strip())").stdout.startswith("date,region")
         assert sb.run_python("import time\ntime.sleep(30)").timed_out
         assert sb.run_python("print('back')").stdout == "back\n"
+    with Sandbox(limits=FAST, use_namespaces=False, require_isolation=False) as again:
+        assert again.run_python("print(1)").stdout == "1\n"
+    warnings = [r.getMessage() for r in caplog.records if "WITHOUT isolation" in r.getMessage()]
+    assert len(warnings) == 1  # once per reason and process, naming what is not enforced
+    assert "namespaces disabled by the caller" in warnings[0] and "NOT enforced: no network isolation" in warnings[0]
 
 
-def test_required_isolation_that_is_missing_is_an_error():
-    with (
-        Sandbox(limits=FAST, use_namespaces=False, require_isolation=True) as sb,
-        pytest.raises(IsolationUnavailable),
-    ):
-        sb.run_python("1")
+def test_isolation_is_required_unless_the_caller_opts_out():
+    with pytest.raises(ConfigError, match="require_isolation=False"):
+        Sandbox(limits=FAST, use_namespaces=False)
+
+
+def test_a_worker_missing_a_layer_is_refused_by_name():
+    """What `Sandbox` refuses (and with require_isolation=False, warns about): a worker without either layer."""
+    assert _missing_layer({"namespaces": ["user"], "seccomp": True}, "n/a") == ("", "")
+    assert _missing_layer({"namespaces": [], "seccomp": True}, "no user namespaces")[0] == "no user namespaces"
+    missing, not_enforced = _missing_layer({"namespaces": ["user"], "seccomp": False, "seccomp_error": "EINVAL"}, "")
+    assert missing == "the seccomp filter could not be installed (EINVAL)" and "system-call filter" in not_enforced
+    with pytest.raises(IsolationUnavailable, match="--allow-unisolated"):
+        raise _refusal(missing)
 
 
 def test_bad_arguments_are_clear_errors(tmp_path, sales):

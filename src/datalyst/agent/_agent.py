@@ -55,8 +55,8 @@ class AgentConfig(BaseModel):
     sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=1024)
     sandbox_mode: Mode = "session"
     limits: Limits = Limits()
-    require_isolation: bool = False
-    """Refuse to run code when the sandbox cannot fully isolate it (instead of running it degraded)."""
+    require_isolation: bool = True
+    """Refuse to run code the sandbox cannot fully isolate; False runs it degraded, with a warning."""
 
 
 class PendingSandbox:
@@ -69,6 +69,9 @@ class PendingSandbox:
     def __init__(self, files: list[str], config: AgentConfig, executor: Executor | None) -> None:
         make = functools.partial(_started_sandbox, files, config, executor)
         self._future = asyncio.get_running_loop().run_in_executor(executor, make)
+        # A start that fails after its trajectory was cancelled has no one left to await it: mark its
+        # error as seen, so asyncio does not print it as "never retrieved" (awaiters still get it).
+        self._future.add_done_callback(lambda future: future.cancelled() or future.exception())
 
     async def get(self) -> Sandbox:
         return await asyncio.shield(self._future)

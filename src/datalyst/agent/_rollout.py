@@ -32,6 +32,7 @@ from datalyst import __version__
 from datalyst.agent._agent import Agent
 from datalyst.agent._store import finished_ids
 from datalyst.agent._trajectory import Termination, Trajectory, trajectory_id
+from datalyst.errors import IsolationUnavailable
 from datalyst.files import write_atomic
 from datalyst.jsonl import drop_torn_tail
 from datalyst.provenance import git_revision
@@ -103,12 +104,16 @@ async def rollout_groups(
 async def _next_group(groups: asyncio.Queue[list[Trajectory]], workers: list[asyncio.Task[None]]) -> list[Trajectory]:
     """The next finished group; a worker that died of a bug (not a trajectory failure) raises here."""
     getter = asyncio.ensure_future(groups.get())
+    running = list(workers)
     try:
-        await asyncio.wait([getter, *workers], return_when=asyncio.FIRST_COMPLETED)
-        for worker in workers:
-            if worker.done() and not worker.cancelled() and worker.exception() is not None:
-                raise worker.exception()  # type: ignore[misc]
-        return await getter
+        while True:
+            await asyncio.wait([getter, *running], return_when=asyncio.FIRST_COMPLETED)
+            for worker in running:
+                if worker.done() and not worker.cancelled() and worker.exception() is not None:
+                    raise worker.exception()  # type: ignore[misc]
+            if getter.done():
+                return getter.result()
+            running = [worker for worker in running if not worker.done()]  # one ran out of jobs: keep watching the rest
     finally:
         getter.cancel()
 
@@ -162,6 +167,8 @@ async def _run_one(agent: Agent, task: Task, trial: int, executor: ThreadPoolExe
     """One trajectory; any failure of ours becomes a FAILED trajectory instead of stopping the others."""
     try:
         return await agent.arun(task, trial=trial, executor=executor)
+    except IsolationUnavailable:
+        raise  # a fact about this machine, not this task: every trajectory would fail the same way
     except Exception as exc:  # recorded, never raised: one broken task must not end the rollout
         log.warning("trajectory %s#%d failed: %s", task.id, trial, exc)
         return agent.new_trajectory(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,6 +19,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err_console = Console(stderr=True)
+
+AllowUnisolated = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unisolated",
+        help="Run model code even where the sandbox cannot isolate it (a warning says what is not enforced).",
+    ),
+]
 
 
 @app.callback()

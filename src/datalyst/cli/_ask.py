@@ -14,7 +14,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from datalyst.agent import DIALECTS, ActionKind, Agent, AgentConfig, Trajectory, Turn, to_html, to_notebook
-from datalyst.cli._app import app
+from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError
 from datalyst.llm import load_model, resolve_spec
 from datalyst.tasks import Task
@@ -32,6 +32,7 @@ def ask_command(
     notebook: Annotated[Path | None, typer.Option(help="Also save the run as a Jupyter notebook.")] = None,
     html: Annotated[Path | None, typer.Option(help="Also save the run as a standalone HTML page.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON instead.")] = False,
+    allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Ask a QUESTION about FILES; the agent writes and runs code in the sandbox until it can answer."""
     if dialect not in DIALECTS:
@@ -40,7 +41,8 @@ def ask_command(
     task = Task(id=uuid.uuid4().hex[:8], question=question, files=[str(p) for p in files])
     spec = resolve_spec(model)
     console.print(f"[dim]model {spec} · dialect {dialect}[/]")
-    trajectory = asyncio.run(_run(task, str(spec), AgentConfig(dialect=dialect, max_turns=max_turns), console))
+    config = AgentConfig(dialect=dialect, max_turns=max_turns, require_isolation=not allow_unisolated)
+    trajectory = asyncio.run(_run(task, str(spec), config, console))
     if notebook is not None:
         notebook.write_text(_notebook_json(trajectory))
         console.print(f"[dim]Saved notebook to {notebook}[/]")

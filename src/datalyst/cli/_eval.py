@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from datalyst.agent import DIALECTS, AgentConfig
-from datalyst.cli._app import app
+from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
     BENCHES,
@@ -84,6 +84,7 @@ def run_command(
     shard: Annotated[
         str | None, typer.Option(help="Run only slice I of N of the tasks (I/N, 0-based), e.g. one per machine.")
     ] = None,
+    allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Run the agent on every task TRIALS times per dialect, store every trajectory, score and report."""
     dialect = dialect or ["datamind"]
@@ -106,7 +107,7 @@ def run_command(
             dialects=dialect,
             strategy=strategy,
             trials=trials,
-            agent=AgentConfig(sampling=sampling, max_turns=max_turns),
+            agent=AgentConfig(sampling=sampling, max_turns=max_turns, require_isolation=not allow_unisolated),
             concurrency=concurrency,
             judge_model=judge_model,
             reformat_model=(str(resolve_spec(reformat_model)) if reformat_model else spec) if reformat else None,
@@ -210,12 +211,15 @@ def score_command(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Responses reformatted at once.")] = 1,
+    allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Score a responses file with the benchmark's official rules (results of any system)."""
     if bench == "tablebench":
         if reformat_model:
             raise ConfigError("--reformat-model is DABench's protocol; TableBench answers are scored as written")
-        _score_tablebench(responses, official_overall_bug=official_overall_bug, as_json=as_json)
+        _score_tablebench(
+            responses, official_overall_bug=official_overall_bug, as_json=as_json, allow_unisolated=allow_unisolated
+        )
         return
     if bench != "dabench":
         raise ConfigError(f"`eval score` knows the official rules of dabench and tablebench (got {bench!r})")
@@ -248,12 +252,13 @@ async def _reformat(records: list[dict], root: Path, spec: str, *, concurrency: 
         return await areformat_responses(records, load_dabench(root), model, concurrency=concurrency)
 
 
-def _score_tablebench(responses: Path, *, official_overall_bug: bool, as_json: bool) -> None:
+def _score_tablebench(responses: Path, *, official_overall_bug: bool, as_json: bool, allow_unisolated: bool) -> None:
     """Rows that carry ``parsed_result`` are scored as they are; rows with a raw ``prediction`` are parsed
     first (the code of PoT rows runs in the sandbox)."""
     rows = read_records(responses)
     try:
-        parsed = iter(parse_pot_rows([row for row in rows if "parsed_result" not in row]))
+        pending = [row for row in rows if "parsed_result" not in row]
+        parsed = iter(parse_pot_rows(pending, require_isolation=not allow_unisolated))
         rows = [row if "parsed_result" in row else next(parsed) for row in rows]
         report = score_tablebench(rows, official_overall_bug=official_overall_bug)
     except ValueError as exc:

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.syntax import Syntax
 
-from datalyst.cli._app import app
+from datalyst.cli._app import AllowUnisolated, app
 from datalyst.sandbox import ExecResult, Limits, Sandbox
 
 
@@ -22,11 +22,13 @@ def exec_command(
     timeout: Annotated[float, typer.Option(help="Wall-clock seconds the cell may run.")] = 30.0,
     memory_mb: Annotated[int, typer.Option(help="Memory limit per process, in MiB.")] = 2048,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Run one cell against FILES in a fresh sandbox and print what it printed."""
     source = sys.stdin.read() if code == "-" else code
     limits = Limits(wall_s=timeout, cpu_s=timeout, memory_mb=memory_mb)
-    with Sandbox(files=files, mode=mode, limits=limits) as sandbox:  # type: ignore[arg-type]
+    sandbox = Sandbox(files=files, mode=mode, limits=limits, require_isolation=not allow_unisolated)  # type: ignore[arg-type]
+    with sandbox:
         result = sandbox.run_python(source)
     if as_json:
         print(result.model_dump_json(indent=2))

@@ -46,6 +46,7 @@ def parse_pot_rows(
     *,
     timeout_s: float = 15.0,
     max_workers: int = POT_WORKERS,
+    require_isolation: bool = True,
 ) -> list[dict]:
     """Copies of ``rows`` with the official ``parsed_result``, running the code of PoT rows in the sandbox.
 
@@ -54,7 +55,8 @@ def parse_pot_rows(
     without error within ``timeout_s`` seconds), whether that answer is non-empty, and whether the
     code ran without error. Other rows go through :func:`datalyst.judge.parse_tablebench_row`; a PoT
     chart row must already carry its ``parsed_result``, as there. Rows keep their order; at most
-    ``max_workers`` run at once. A row without a usable table ``{columns, data}`` raises
+    ``max_workers`` run at once; ``require_isolation=False`` lets the code run where the sandbox cannot
+    isolate it (see :class:`datalyst.sandbox.Sandbox`). A row without a usable table ``{columns, data}`` raises
     ``DataFileError`` before any code runs.
     """
     rows = list(rows)
@@ -71,7 +73,8 @@ def parse_pot_rows(
         task = bar.add_task("TableBench PoT", total=len(pending))
         with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(pending)))) as pool:
             futures = {
-                pool.submit(_run_row, rows[i], text, Path(scratch) / str(i), limits): i for i, text in pending.items()
+                pool.submit(_run_row, rows[i], text, Path(scratch) / str(i), limits, require_isolation): i
+                for i, text in pending.items()
             }
             for future in as_completed(futures):
                 parsed[futures[future]] = future.result()
@@ -101,7 +104,7 @@ def _table_text(row: Mapping) -> str:
     return tablebench_csv({"id": row.get("id", "?"), "table": table}, _ROWS_LABEL)
 
 
-def _run_row(row: Mapping, table_text: str, folder: Path, limits: Limits) -> dict:
+def _run_row(row: Mapping, table_text: str, folder: Path, limits: Limits, require_isolation: bool) -> dict:
     code = last_python_block(row.get("prediction"))
     ran = False
     answer = ""
@@ -109,7 +112,7 @@ def _run_row(row: Mapping, table_text: str, folder: Path, limits: Limits) -> dic
         folder.mkdir()
         table = folder / "table.csv"
         table.write_text(table_text, encoding="utf-8")
-        with Sandbox([table], limits=limits) as sandbox:
+        with Sandbox([table], limits=limits, require_isolation=require_isolation) as sandbox:
             # The trailing `pass` keeps the sandbox from echoing a final bare expression, as a notebook
             # would: the official run executes the block as a script, which prints only what it prints.
             result = sandbox.run_python(f"{code}\npass\n")

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Collection
 
 from datalyst.sandbox._forkserver import remove_tree
-from datalyst.sandbox._isolation import NOBODY
+from datalyst.sandbox._isolation import jail_identity
 
 
 def empty_folder(path: str, keep: Collection[str]) -> None:
@@ -40,12 +40,16 @@ def copy_folder(source: str, target: str, skip: Collection[str] = ()) -> None:
                 shutil.copy2(entry.path, copy, follow_symlinks=False)
         except OSError:  # shutil.Error too: the rest of a tree is copied first
             pass
-        if os.geteuid() == 0 and os.path.lexists(copy):
-            _give_to_nobody(copy)
+        if os.path.lexists(copy):
+            _give_to_jail(copy)
 
 
-def _give_to_nobody(path: str) -> None:
-    os.lchown(path, NOBODY, NOBODY)
+def _give_to_jail(path: str) -> None:
+    """Let the jail own a restored copy when it runs as another user than the host (as nobody, for root)."""
+    uid, gid = jail_identity()
+    if uid == os.geteuid():
+        return
+    os.lchown(path, uid, gid)
     for folder, dirs, files in os.walk(path):
         for name in dirs + files:
-            os.lchown(os.path.join(folder, name), NOBODY, NOBODY)
+            os.lchown(os.path.join(folder, name), uid, gid)

@@ -29,6 +29,7 @@ from typing import Any
 from datalyst.errors import SandboxError
 from datalyst.sandbox import _isolation as iso
 from datalyst.sandbox import _linux as lx
+from datalyst.sandbox import _seccomp as seccomp
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
 
 # What the fork server imports once, so that every worker starts with it: the libraries of PREINSTALLED,
@@ -116,16 +117,17 @@ def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolat
     close_fds_except({ctrl, out, err, status, sync.fileno()})
     isolated = False
     if isolate:
+        if os.geteuid() == 0:  # no supplementary groups (root's) inside the jail, where they may be dropped
+            with contextlib.suppress(PermissionError):  # root of a user namespace that denies setgroups
+                os.setgroups([])
         try:
-            if os.geteuid() == 0:
-                os.setgroups([])  # no supplementary groups (root's) inside the jail
             iso.enter_namespaces()
             sync.send(b"u")
             isolated = sync.recv(1) == b"g"
             if not isolated:
-                os.write(status, _line({"degraded": "the fork server could not map user IDs"}))
+                os.write(status, _line({"degraded": iso.ID_MAP_FAILED}))
         except OSError as exc:
-            os.write(status, _line({"degraded": f"cannot create namespaces: {exc.strerror}"}))
+            os.write(status, _line({"degraded": iso.why_no_namespaces(exc)}))
     sync.close()
     pid = os.fork()
     if pid == 0:
@@ -161,6 +163,7 @@ def _run_worker(spec: iso.JailSpec, ctrl: int, out: int, err: int, status: int, 
         else:
             lx.prctl(lx.PR_SET_NO_NEW_PRIVS, 1)
         report = {"namespaces": list(iso.NAMESPACES) if isolated else [], "limits": layers}
+        report |= seccomp.install_and_report()  # with no_new_privs set, and before any model code
         os.write(status, _line({"jailed": report}))
         close_fds_except({ctrl})
     except BaseException as exc:  # setup failed: tell the host why, then die

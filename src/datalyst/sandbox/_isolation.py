@@ -13,6 +13,7 @@ The layout inside the jail (same paths as on the host, so tracebacks read natura
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import sys
@@ -67,24 +68,50 @@ def python_dirs() -> list[str]:
     return kept
 
 
-def uid_map_for(euid: int) -> str:
-    """Root on the host becomes ``nobody`` inside; anyone else keeps their own identity."""
-    return f"0 {NOBODY if euid == 0 else euid} 1\n"
+def jail_identity() -> tuple[int, int]:
+    """The host uid and gid that root inside the jail stands for: ``nobody`` for the real root (so the
+    jail owns nothing of the host's), the caller's own identity for anyone else, the root of a user
+    namespace (a rootless container) included."""
+    if os.geteuid() == 0:
+        with open("/proc/self/uid_map") as f:
+            if f.read().split() == ["0", "0", "4294967295"]:  # the initial user namespace: real root
+                return NOBODY, NOBODY
+    return os.geteuid(), os.getegid()
 
 
 def enter_namespaces() -> None:
     lx.unshare(_UNSHARE_FLAGS)
 
 
+def why_no_namespaces(exc: OSError) -> str:
+    """One line: why ``enter_namespaces`` failed here and what would let it work."""
+    if exc.errno == errno.ENOSPC:
+        return (
+            "user namespaces are switched off (user.max_user_namespaces is 0); "
+            "enable them with `sysctl -w user.max_user_namespaces=15000`"
+        )
+    if exc.errno == errno.EPERM:
+        return (
+            "creating a user namespace was refused; in Docker, start the container with "
+            "`--security-opt seccomp=unconfined` (its default profile refuses it; on Ubuntu hosts add "
+            "`--security-opt apparmor=unconfined`); on the host, `sysctl -w kernel.unprivileged_userns_clone=1` "
+            "(Debian) or `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 23.10 and later)"
+        )
+    return f"creating namespaces failed ({exc.strerror})"
+
+
+ID_MAP_FAILED = "the user-ID map of the jail could not be written"
+
+
 def write_id_maps(pid: int) -> None:
     """Called by the (privileged) parent of a process that just entered a new user namespace."""
-    mapping = uid_map_for(os.geteuid())
+    uid, gid = jail_identity()
     with open(f"/proc/{pid}/setgroups", "w") as f:
         f.write("deny")
     with open(f"/proc/{pid}/uid_map", "w") as f:
-        f.write(mapping)
+        f.write(f"0 {uid} 1\n")
     with open(f"/proc/{pid}/gid_map", "w") as f:
-        f.write(mapping if os.geteuid() != 0 else f"0 {NOBODY} 1\n")
+        f.write(f"0 {gid} 1\n")
 
 
 class _RootBuilder:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import tempfile
@@ -16,14 +17,16 @@ from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable
 from datalyst.sandbox._folder import copy_folder, empty_folder
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver, remove_tree
 from datalyst.sandbox._install import AutoInstaller
-from datalyst.sandbox._isolation import NOBODY, JailSpec
+from datalyst.sandbox._isolation import JailSpec, jail_identity
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._process import Exchange, WorkerProcess
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
 from datalyst.sandbox._screen import screen
+from datalyst.sandbox._seccomp import describe as describe_seccomp
 from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 
 Mode = Literal["session", "replay"]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class Sandbox:
         mode: Mode = "session",
         limits: Limits | None = None,
         screen_code: bool = True,
-        require_isolation: bool = False,
+        require_isolation: bool = True,
         use_namespaces: bool = True,
         auto_install: AutoInstaller | None = None,
         forkserver: ForkServer | None = None,
@@ -67,6 +70,8 @@ class Sandbox:
     ) -> None:
         if mode not in ("session", "replay"):
             raise ConfigError(f"unknown sandbox mode {mode!r}; use 'session' or 'replay'")
+        if require_isolation and not use_namespaces:
+            raise ConfigError("use_namespaces=False runs model code without isolation; pass require_isolation=False")
         self.mode: Mode = mode
         self.limits = limits or Limits()
         self.screen_code = screen_code
@@ -109,8 +114,9 @@ class Sandbox:
             shutil.copyfile(source, target)
             os.chmod(target, 0o444)
             staged.append(target)
-        if os.geteuid() == 0:  # the jail maps root to nobody, who must own the work folder
-            os.chown(self.workdir, NOBODY, NOBODY)
+        uid, gid = jail_identity()
+        if uid != os.geteuid():  # the real root's jail runs as nobody, who must own the work folder
+            os.chown(self.workdir, uid, gid)
         return staged
 
     def _spec(self) -> JailSpec:
@@ -128,17 +134,21 @@ class Sandbox:
         )
 
     def _start_worker(self) -> WorkerProcess:
-        isolate = self.use_namespaces and self._forkserver.namespaces_error is None
+        known_error = self._forkserver.namespaces_error
+        if self.require_isolation and known_error:
+            raise _refusal(known_error)
+        isolate = self.use_namespaces and known_error is None
         worker = WorkerProcess(self._forkserver, self._spec(), isolate=isolate)
         if isolate and worker.degraded:
             self._forkserver.namespaces_error = worker.degraded
-        self._isolation = _describe_isolation(worker, self._forkserver.namespaces_error, self.use_namespaces)
-        if self.require_isolation and not worker.report.get("namespaces"):
-            worker.close()
-            raise IsolationUnavailable(
-                f"full isolation was required but is not available: {self._isolation}. "
-                "Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run as root."
-            )
+        reason = self._forkserver.namespaces_error or "namespaces disabled by the caller"
+        missing, not_enforced = _missing_layer(worker.report, reason)
+        if missing:
+            if self.require_isolation:
+                worker.close()
+                raise _refusal(missing)
+            _warn_unisolated(missing, not_enforced)
+        self._isolation = _describe_isolation(worker, reason)
         return worker
 
     @property
@@ -360,17 +370,47 @@ def _is_plain_relative(path: str) -> bool:
     return isinstance(path, str) and not os.path.isabs(path) and ".." not in path.split(os.sep)
 
 
-def _describe_isolation(worker: WorkerProcess, namespaces_error: str | None, wanted: bool) -> str:
+def _describe_isolation(worker: WorkerProcess, reason: str) -> str:
     report = worker.report
     limits = ", ".join(report.get("limits", []))
     if report.get("namespaces"):
         return (
             f"namespaces: {', '.join(report['namespaces'])}; private read-only root with only the Python "
-            f"installation and the work folder; data files read-only; no capabilities; "
+            f"installation and the work folder; data files read-only; no capabilities; {describe_seccomp(report)}; "
             f"limits: {limits}; scrubbed environment; wall-clock watchdog"
         )
-    reason = namespaces_error or ("namespaces disabled by the caller" if not wanted else "unknown")
     return (
-        f"DEGRADED ({reason}): network, host files and host processes are NOT isolated; "
-        f"limits: {limits}; scrubbed environment; wall-clock watchdog; process group kill"
+        f"DEGRADED ({reason}): {_NOT_ENFORCED}; {describe_seccomp(report)}; "
+        f"limits: {limits}; scrubbed environment; wall-clock watchdog"
     )
+
+
+_NOT_ENFORCED = (
+    "NOT enforced: no network isolation, host files readable and writable as this user, "
+    "host processes visible (their environments too), no process-count limit"
+)
+_warned: set[str] = set()
+
+
+def _missing_layer(report: dict[str, Any], namespaces_reason: str) -> tuple[str, str]:
+    """Why a started worker is not fully isolated, and what that leaves open (empty when it is isolated)."""
+    if not report.get("namespaces"):
+        return namespaces_reason, _NOT_ENFORCED
+    if report.get("seccomp") is not True:
+        why = f"the seccomp filter could not be installed ({report.get('seccomp_error', 'not reported')})"
+        return why, "NOT enforced: the system-call filter (nested namespaces, io_uring, bpf and the rest are reachable)"
+    return "", ""
+
+
+def _refusal(reason: str) -> IsolationUnavailable:
+    return IsolationUnavailable(
+        f"the sandbox cannot isolate model code here: {reason}. To run it anyway, without isolation, "
+        "pass --allow-unisolated (in Python, require_isolation=False)"
+    )
+
+
+def _warn_unisolated(reason: str, not_enforced: str) -> None:
+    """Say once per reason and process that model code runs without isolation, and what that leaves open."""
+    if reason not in _warned:
+        _warned.add(reason)
+        log.warning("running model code WITHOUT isolation (%s). %s", reason, not_enforced)
