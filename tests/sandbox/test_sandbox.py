@@ -214,3 +214,15 @@ def test_closing_while_a_cell_runs_on_another_thread_interrupts_it_and_leaves_no
             sb.close()  # raises nothing, and returns once the jail is gone and the folder deleted
             assert running.result(timeout=10).error is not None
         assert not os.path.exists(sb.workdir)
+
+
+def test_the_jail_is_first_to_be_killed_on_memory_shortage_and_has_its_own_shared_memory():
+    code = (
+        "import multiprocessing as mp\n"
+        "with mp.get_context('fork').Pool(2) as pool:\n    print(pool.map(abs, [-1, -2]))\n"
+        "print(open('/proc/self/oom_score_adj').read().strip())"
+    )
+    with Sandbox(limits=FAST, screen_code=False) as sb:  # the screen would turn multiprocessing away
+        result = sb.run_python(code)
+        assert "first killed when memory runs out" in sb.isolation
+    assert result.stdout == "[1, 2]\n1000\n", result.render()

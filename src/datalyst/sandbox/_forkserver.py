@@ -115,6 +115,7 @@ def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolat
     if os.getppid() != server_pid:  # the fork server died before the line above took effect
         os._exit(0)
     close_fds_except({ctrl, out, err, status, sync.fileno()})
+    iso.be_killed_first()
     isolated = False
     if isolate:
         if os.geteuid() == 0:  # no supplementary groups (root's) inside the jail, where they may be dropped

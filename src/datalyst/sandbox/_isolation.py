@@ -5,7 +5,7 @@ The layout inside the jail (same paths as on the host, so tracebacks read natura
     /                 memory-backed, read-only after setup
     /usr /lib ...     read-only binds of the system and the Python installation
     /etc/<few files>  read-only binds (timezone, fonts, loader cache); passwd and group are our own
-    /dev              null, zero, full, random, urandom
+    /dev              null, zero, full, random, urandom; shm: a small private tmpfs
     /proc             a new procfs that shows only the jail's own processes
     /tmp              small private tmpfs
     <workdir>         the trajectory's work folder, read-write; staged data files read-only
@@ -167,6 +167,8 @@ def build_root(spec: JailSpec) -> None:
     tmp_options = f"size={int(spec.limits['tmp_mb'])}m,mode=1777,uid=0,gid=0"
     lx.mount("tmpfs", "./tmp", "tmpfs", lx.MS_NOSUID | lx.MS_NODEV, tmp_options)
     builder.build()
+    os.makedirs("./dev/shm")  # POSIX semaphores and shared memory (multiprocessing's Pool, Queue, Lock)
+    lx.mount("tmpfs", "./dev/shm", "tmpfs", lx.MS_NOSUID | lx.MS_NODEV | lx.MS_NOEXEC, tmp_options)
     os.makedirs("./etc", exist_ok=True)
     for name, text in _ACCOUNTS.items():
         with open(f"./etc/{name}", "w") as f:
@@ -201,7 +203,21 @@ def apply_limits(limits: dict[str, float], *, count_processes: bool) -> list[str
         settings["processes"] = (resource.RLIMIT_NPROC, int(limits["processes"]))
     for limit, value in settings.values():
         resource.setrlimit(limit, (value, value))
-    return list(settings)
+    with open("/proc/self/oom_score_adj") as f:  # set by the monitor (``be_killed_first``), inherited
+        first = f.read().strip() == str(OOM_SCORE_ADJ)
+    return [*settings, *(["first killed when memory runs out"] if first else [])]
+
+
+OOM_SCORE_ADJ = 1000
+
+
+def be_killed_first() -> None:
+    """Make the kernel's out-of-memory killer pick this process, and what it forks, before any other.
+
+    Raising the score needs no privilege; it must happen before entering the user namespace, after
+    which the process's own /proc files are no longer writable by it."""
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write(str(OOM_SCORE_ADJ))
 
 
 def _address_space_in_use() -> int:

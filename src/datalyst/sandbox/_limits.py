@@ -25,7 +25,7 @@ class Limits(BaseModel):
     processes: int = Field(64, ge=4)
     """Processes and threads alive at once inside the sandbox."""
     tmp_mb: int = Field(64, ge=1)
-    """Size of the private ``/tmp`` (memory-backed) inside the sandbox, in MiB."""
+    """Size of the private ``/tmp`` and, separately, ``/dev/shm`` (memory-backed) inside the sandbox, in MiB."""
     max_output_chars: int = Field(20_000, ge=200)
     """Characters of stdout (and, separately, stderr) kept per cell: the head and the tail, half each."""
     sql_timeout_s: float = Field(30.0, gt=0)
