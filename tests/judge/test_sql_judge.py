@@ -175,10 +175,45 @@ def test_broken_predicted_query_is_wrong_with_a_reason(shop, predicted, start):
 
 def test_too_many_rows_are_cut_off(shop, monkeypatch):
     monkeypatch.setattr("datalyst.judge._sql.MAX_ROWS", 5)
-    monkeypatch.setattr("datalyst.judge._sql.FETCH_BATCH", 2)
     verdict = judge(shop, "SELECT * FROM customer, purchase", "SELECT 1")
     assert verdict.error == "too large: the query returned more than 5 rows"
     assert judge(shop, "SELECT * FROM purchase", "SELECT * FROM purchase").correct  # 5 rows is fine
+
+
+HUGE_STRINGS = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20) SELECT {value} FROM n"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "printf('%.*c', 6000000, 'x')",  # 20 rows of 6 MB strings: 120 MB
+        "zeroblob(6000000)",
+        "x, printf('%.*c', 3000000, 'x'), zeroblob(3000000)",
+    ],
+)
+def test_result_larger_than_the_byte_cap_is_cut_off(shop, value):
+    verdict = judge(shop, HUGE_STRINGS.format(value=value), "SELECT 1")
+    assert not verdict.correct
+    assert verdict.error == "too large: the query's values came to more than 100,000,000 bytes"
+    assert verdict.n_predicted_rows is None
+
+
+def test_byte_cap_counts_every_value_of_a_row(shop, monkeypatch):
+    monkeypatch.setattr("datalyst.judge._sql.MAX_RESULT_BYTES", 1000)
+    verdict = judge(shop, "SELECT printf('%.*c', 600, 'x'), printf('%.*c', 600, 'y')", "SELECT 1")
+    assert verdict.error == "too large: the query's values came to more than 1,000 bytes"
+    assert judge(shop, "SELECT printf('%.*c', 400, 'x'), zeroblob(400), 1, NULL", "SELECT 1").error is None
+
+
+def test_endless_query_that_returns_rows_times_out_or_is_cut_off(shop):
+    verdict = judge(
+        shop,
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT printf('%.*c', 1000, 'x') FROM n",
+        "SELECT 1",
+        timeout_s=0.5,
+    )
+    assert not verdict.correct
+    assert verdict.error.startswith(("timeout: ", "too large: ")), verdict.error
 
 
 # ---------------------------------------------------------------- our own faults

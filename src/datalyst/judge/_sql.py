@@ -11,7 +11,8 @@ Execution accuracy (``execution_match``), as BIRD defines it:
 The predicted query is written by a model and runs on the host, so it is treated as
 hostile: the file is opened read-only and immutable, an authorizer lets through nothing
 but reading (no ATTACH, PRAGMA, writes, schema changes or ``load_extension``), only one
-statement is accepted, each query has a wall-clock limit and the rows fetched are capped.
+statement is accepted, each query has a wall-clock limit, and the rows fetched and the
+size of their values are capped, row by row, so a query cannot fill the host's memory.
 
 Result tables (``csv_match``), for DataMind-style answers where the query's result is saved
 as a CSV file. The DataMind paper only says "exact match"; the precise rule used here is:
@@ -39,9 +40,11 @@ MAX_ROWS = 1_000_000
 """Rows fetched from one query before it is given up as too large."""
 MAX_VALUE_BYTES = 10_000_000
 """Longest text or blob a query may build (SQLite's length limit)."""
+MAX_RESULT_BYTES = 100_000_000
+"""Size of all the values one query returns (text and blobs by length, anything else 8 bytes) before it is
+given up as too large."""
 PROGRESS_STEPS = 1_000
 """SQLite virtual-machine steps between two looks at the clock."""
-FETCH_BATCH = 10_000
 
 _READ_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -128,8 +131,12 @@ def _run(database: Path, sql: str, timeout_s: float) -> list[tuple]:
             if cursor.description is None:
                 raise _QueryFailed("invalid: the text holds no query")
             rows: list[tuple] = []
-            while batch := cursor.fetchmany(FETCH_BATCH):
-                rows.extend(batch)
+            size = 0
+            for row in cursor:
+                rows.append(row)
+                size += sum(len(value) if isinstance(value, str | bytes) else 8 for value in row)
+                if size > MAX_RESULT_BYTES:
+                    raise _QueryFailed(f"too large: the query's values came to more than {MAX_RESULT_BYTES:,} bytes")
                 if len(rows) > MAX_ROWS:
                     raise _QueryFailed(f"too large: the query returned more than {MAX_ROWS:,} rows")
             return rows
