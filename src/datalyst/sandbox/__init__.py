@@ -6,6 +6,7 @@ See :class:`Sandbox` for the modes and ``docs/sandbox.md`` for what is isolated 
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver
 from datalyst.sandbox._install import DEFAULT_ALLOWLIST, PREINSTALLED, AutoInstaller
 from datalyst.sandbox._limits import Limits
+from datalyst.sandbox._paths import open_in_workdir
 from datalyst.sandbox._pool import SandboxPool
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
 from datalyst.sandbox._sandbox import Mode, Sandbox
@@ -24,5 +25,6 @@ __all__ = [
     "SandboxPool",
     "SqlResult",
     "default_forkserver",
+    "open_in_workdir",
     "screen",
 ]
