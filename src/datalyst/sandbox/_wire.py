@@ -1,23 +1,47 @@
-"""Length-prefixed JSON frames over a stream socket (host <-> fork server <-> worker)."""
+"""Length-prefixed JSON frames over a stream socket (host <-> fork server <-> worker).
+
+A frame is a 4-byte big-endian length and that many bytes of one JSON object. Frames may carry
+file descriptors (host -> fork server). What a peer sends is bounded before it is decoded: in size,
+and in nesting depth, so a deeply nested frame cannot make Python's recursive JSON decoder overflow.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 import struct
+from array import array
+from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 16
+"""Deepest nesting of arrays and objects in a frame (ours never go past 4)."""
 _HEADER = struct.Struct(">I")
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+"""Openers to +1 and closers to -1 (as signed bytes), so a running sum is the nesting depth."""
 
 
 class WireError(Exception):
     """The peer closed the connection or sent something that is not a frame."""
 
 
-def send_frame(sock: socket.socket, message: dict[str, Any]) -> None:
+class MalformedFrame(WireError):
+    """A whole frame arrived but is too large, too deep or not a JSON object (the stream is still in step)."""
+
+
+def send_frame(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    """Send one frame; ``fds`` travel with its first bytes."""
     payload = json.dumps(message, default=str).encode()
-    sock.sendall(_HEADER.pack(len(payload)) + payload)
+    data = _HEADER.pack(len(payload)) + payload
+    if fds:
+        data = data[socket.send_fds(sock, [data], list(fds)) :]
+    sock.sendall(data)
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -31,41 +55,74 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket) -> dict[str, Any]:
-    (size,) = _HEADER.unpack(recv_exact(sock, _HEADER.size))
-    if size > MAX_FRAME_BYTES:
-        raise WireError(f"frame of {size} bytes is larger than {MAX_FRAME_BYTES}")
+def recv_frame(sock: socket.socket, *, max_bytes: int = MAX_FRAME_BYTES) -> dict[str, Any]:
+    """Read one frame (a frame over ``max_bytes`` is read past and refused with MalformedFrame)."""
+    return _read_rest(sock, recv_exact(sock, _HEADER.size), max_bytes)
+
+
+def recv_frame_with_fds(
+    sock: socket.socket, max_fds: int, *, max_bytes: int = MAX_FRAME_BYTES
+) -> tuple[dict[str, Any], list[int]]:
+    """Read one frame and the descriptors that came with it (closed again if the frame is refused)."""
+    start, fds, _, _ = socket.recv_fds(sock, _HEADER.size, max_fds)
+    if not start:
+        raise WireError("connection closed")
     try:
-        message = json.loads(recv_exact(sock, size))
+        return _read_rest(sock, start + recv_exact(sock, _HEADER.size - len(start)), max_bytes), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _read_rest(sock: socket.socket, header: bytes, max_bytes: int) -> dict[str, Any]:
+    (size,) = _HEADER.unpack(header)
+    if size > max_bytes:
+        remaining = size
+        while remaining:  # skip it, so that the next frame is read from its start
+            remaining -= len(recv_exact(sock, min(remaining, 1 << 20)))
+        raise MalformedFrame(f"frame of {size} bytes is larger than {max_bytes}")
+    return decode(recv_exact(sock, size))
+
+
+def decode(payload: bytes) -> dict[str, Any]:
+    """The JSON object in one frame's payload; MalformedFrame when it is anything else or nests too deep."""
+    if _depth(payload) > MAX_DEPTH:
+        raise MalformedFrame(f"frame nested deeper than {MAX_DEPTH} levels")
+    try:
+        message = json.loads(payload)
     except ValueError as exc:
-        raise WireError(f"malformed frame: {exc}") from exc
+        raise MalformedFrame(f"malformed frame: {exc}") from exc
     if not isinstance(message, dict):
-        raise WireError("frame is not a JSON object")
+        raise MalformedFrame("frame is not a JSON object")
     return message
+
+
+def _depth(payload: bytes) -> int:
+    """How deep arrays and objects nest in ``payload`` (brackets inside strings left out), in linear time."""
+    steps = _JSON_STRING.sub(b"", payload).translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    return max(accumulate(array("b", steps)), default=0)
 
 
 class FrameBuffer:
     """Incremental decoder for a non-blocking reader: feed bytes, take whole frames."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
         self._buf = bytearray()
+        self.max_bytes = max_bytes
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
+        """Whole frames completed by ``data``; WireError as soon as a header announces a frame over ``max_bytes``."""
         self._buf += data
         frames = []
         while len(self._buf) >= _HEADER.size:
             (size,) = _HEADER.unpack_from(self._buf)
-            if size > MAX_FRAME_BYTES:
-                raise WireError(f"frame of {size} bytes is larger than {MAX_FRAME_BYTES}")
+            if size > self.max_bytes:
+                raise WireError(f"frame of {size} bytes is larger than {self.max_bytes}")
             end = _HEADER.size + size
             if len(self._buf) < end:
                 break
-            try:
-                message = json.loads(bytes(self._buf[_HEADER.size : end]))
-            except ValueError as exc:
-                raise WireError(f"malformed frame: {exc}") from exc
+            payload = bytes(self._buf[_HEADER.size : end])
             del self._buf[:end]
-            if not isinstance(message, dict):
-                raise WireError("frame is not a JSON object")
-            frames.append(message)
+            frames.append(decode(payload))
         return frames
