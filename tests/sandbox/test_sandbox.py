@@ -226,3 +226,31 @@ def test_the_jail_is_first_to_be_killed_on_memory_shortage_and_has_its_own_share
         result = sb.run_python(code)
         assert "first killed when memory runs out" in sb.isolation
     assert result.stdout == "[1, 2]\n1000\n", result.render()
+
+
+def test_a_thread_a_cell_leaves_spinning_uses_no_cpu_between_cells():
+    spin = "import threading\nthreading.Thread(target=lambda: [None for _ in iter(int, 1)], daemon=True).start()"
+    with Sandbox(limits=FAST, screen_code=False) as sb:
+        assert sb.run_python(spin).ok
+        processes = sb._worker.processes
+        before = processes.cpu_s()
+        time.sleep(1.5)  # the model would be thinking now
+        assert processes.cpu_s() - before < 0.1
+        assert sb.run_python("print('still here')").stdout == "still here\n"
+
+
+def test_the_cpu_limit_holds_even_when_a_cell_lifts_its_own():
+    lift = (
+        "import resource, threading\n"
+        "_, hard = resource.getrlimit(resource.RLIMIT_CPU)\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))\n"
+        "spin = lambda: [None for _ in iter(int, 1)]\n"
+        "threading.Thread(target=spin, daemon=True).start()\n"
+        "spin()"
+    )
+    with Sandbox(limits=Limits(wall_s=60, cpu_s=1), screen_code=False) as sb:
+        result = sb.run_python(lift)
+        assert result.error.ename == "CpuTimeExceeded" and "threads and processes" in result.error.evalue
+        assert result.duration_s < 30 and not result.timed_out
+        after = sb.run_python("print('fresh')")
+        assert after.state_lost and after.stdout == "fresh\n"

@@ -146,10 +146,15 @@ def _run_worker(spec: iso.JailSpec, ctrl: int, out: int, err: int, status: int, 
     """Jail this process, then serve cells. Never returns."""
     from datalyst.sandbox._worker import serve
 
+    monitor = os.getppid()
     try:
-        lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
         if isolated:
             iso.build_root(spec)
+        # After build_root, whose change of user ID (for the real root) clears the setting: the jail dies
+        # with its monitor even while the host keeps it stopped between cells and it cannot read its socket.
+        lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != monitor:
+            os._exit(0)
         layers = iso.apply_limits(spec.limits, count_processes=isolated)
         os.setsid()
         iso.clean_environment(spec.workdir)

@@ -13,7 +13,8 @@ class Limits(BaseModel):
     wall_s: float = Field(30.0, gt=0)
     """Wall-clock seconds per cell; the watchdog kills the whole sandbox when it runs out."""
     cpu_s: float = Field(30.0, gt=0)
-    """CPU seconds per cell (a catchable error first, then SIGKILL one second later)."""
+    """CPU seconds per cell, its threads and processes together: a catchable error in the cell first,
+    then, one second past it, the host stops the jail (measured from outside, so a cell cannot lift it)."""
     session_cpu_s: float = Field(3600.0, gt=0)
     """CPU seconds for the life of one worker process (the kernel's hard limit)."""
     memory_mb: int = Field(2048, ge=64)

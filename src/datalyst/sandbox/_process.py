@@ -17,10 +17,16 @@ from typing import Any
 from datalyst.errors import SandboxError
 from datalyst.sandbox._forkserver import ForkServer
 from datalyst.sandbox._isolation import JailSpec
+from datalyst.sandbox._tree import JailProcesses
 from datalyst.sandbox._wire import FrameBuffer, WireError, send_frame
 from datalyst.text import cut_note
 
 STARTUP_TIMEOUT_S = 60.0
+CPU_CHECK_S = 0.25
+"""How often the host reads the jail's CPU time while a request runs."""
+CPU_GRACE_S = 1.0
+"""CPU seconds past a request's budget before the host kills the worker: the worker's own limit (a
+catchable error in the cell) fires first when the cell is the only thing running."""
 EXIT_REPORT_TIMEOUT_S = 5.0
 DRAIN_TIMEOUT_S = 0.25
 DRAIN_MAX_BYTES = 4 << 20
@@ -65,6 +71,8 @@ class Exchange:
     stdout: OutputCap
     stderr: OutputCap
     timed_out: bool = False
+    cpu_exceeded: bool = False
+    """The jail's processes together used more CPU than the request's budget, and the host killed them."""
     died: bool = False
     exit_note: str = ""
     duration_s: float = 0.0
@@ -96,6 +104,7 @@ class WorkerProcess:
         """Lets another thread's ``kill`` signal the worker while its owner may be closing the descriptors."""
         self.pid = 0
         self.pidfd: int | None = None
+        self.processes: JailProcesses | None = None
         self.wait_status: int | None = None
         self.report: dict[str, Any] = {}
         self.degraded = ""
@@ -149,6 +158,7 @@ class WorkerProcess:
         except SandboxError:
             self.close()
             raise
+        self.processes = JailProcesses(self.pid, namespaced=bool(self.report.get("namespaces")))
         ready = self.exchange(None, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
         if ready.reply is None:
             self.close()
@@ -163,15 +173,25 @@ class WorkerProcess:
         timeout_s: float,
         max_output_bytes: int,
         after_replay_s: float | None = None,
+        cpu_s: float | None = None,
+        after_replay_cpu_s: float | None = None,
     ) -> Exchange:
         """Send one request (None: wait for the worker's greeting) and wait for its reply, the
         worker's death, or the deadline. Replies are matched to the request by a random ID, so a
         late reply to an earlier request, or a frame a cell forged, is never taken for this one.
 
         ``timeout_s`` covers replaying earlier cells; when the worker reports the replay done, the
-        deadline restarts with ``after_replay_s`` for the new cell.
+        deadline restarts with ``after_replay_s`` for the new cell. ``cpu_s`` (then
+        ``after_replay_cpu_s``) is the CPU time all the jail's processes and threads may use
+        together, measured from the host; between requests the host keeps them stopped, so nothing a
+        cell left running uses the CPU while the model thinks.
         """
         started = time.monotonic()
+        processes = self.processes if cpu_s is not None else None
+        if processes is not None:
+            processes.resume()
+            cpu_start, cpu_budget = processes.cpu_s(), cpu_s
+        next_cpu_check = started + CPU_CHECK_S
         result = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
         frames = FrameBuffer()
         request_id = None
@@ -192,7 +212,12 @@ class WorkerProcess:
                 if remaining <= 0:
                     result.timed_out = True
                     break
-                for key, _ in sel.select(remaining):
+                if processes is not None and time.monotonic() >= next_cpu_check:
+                    next_cpu_check = time.monotonic() + CPU_CHECK_S
+                    if processes.cpu_s() - cpu_start > cpu_budget + CPU_GRACE_S:
+                        result.cpu_exceeded = True
+                        break
+                for key, _ in sel.select(remaining if processes is None else min(remaining, CPU_CHECK_S)):
                     if key.fileobj is self.ctrl:
                         data = self.ctrl.recv(1 << 20)
                         if not data:
@@ -207,6 +232,8 @@ class WorkerProcess:
                                     errors = frame.get("errors")
                                     result.replay_errors = errors if isinstance(errors, list) else None
                                     deadline = time.monotonic() + after_replay_s
+                                    if processes is not None:
+                                        cpu_start, cpu_budget = processes.cpu_s(), after_replay_cpu_s or cpu_s
                                 elif frame.get("op") != "replayed":
                                     result.reply = frame
                         except WireError:
@@ -220,8 +247,10 @@ class WorkerProcess:
             self._drain(result)
         finally:
             sel.close()
-        if result.timed_out or result.died:
+        if result.timed_out or result.died or result.cpu_exceeded:
             result.exit_note = self.kill()
+        elif processes is not None:
+            processes.stop()
         result.duration_s = time.monotonic() - started
         return result
 

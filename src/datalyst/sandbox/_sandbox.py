@@ -192,12 +192,14 @@ class Sandbox:
             {"op": "run", "code": code, "name": name, "replay": [step.request for step in replay]},
             timeout_s=self.limits.wall_s * max(1, len(replay)),
             after_replay_s=self.limits.wall_s,
+            cpu_s=self.limits.cpu_s * max(1, len(replay)),
+            after_replay_cpu_s=self.limits.cpu_s,
             max_output_bytes=self.limits.max_output_chars,
         )
         result = _to_exec_result(exchange, self.limits, state_lost=self._state_lost)
         if mismatch := _replay_mismatch(replay, exchange.replay_errors):
             result = result.model_copy(update={"replay_mismatch": mismatch})
-        self._state_lost = exchange.timed_out or exchange.died
+        self._state_lost = exchange.timed_out or exchange.died or exchange.cpu_exceeded
         if self._state_lost:
             self._drop_worker()
             self._restart_history()
@@ -265,12 +267,15 @@ class Sandbox:
         exchange = worker.exchange(
             request,
             timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
+            cpu_s=self.limits.sql_timeout_s + self.limits.cpu_s,
             max_output_bytes=self.limits.max_output_chars,
         )
         if exchange.reply is None:
             self._drop_worker()
             self._state_lost = self.mode == "session"  # a replay worker holds no state
             note = "the query timed out" if exchange.timed_out else exchange.exit_note
+            if exchange.cpu_exceeded:
+                note = f"the query used more than {self.limits.sql_timeout_s + self.limits.cpu_s:g} CPU seconds"
             error = CellError(ename="SandboxError", evalue=note)
             return SqlResult(error=error, timed_out=exchange.timed_out, duration_s=exchange.duration_s)
         result = SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
@@ -335,6 +340,12 @@ def _to_exec_result(exchange: Exchange, limits: Limits, *, state_lost: bool) -> 
     if exchange.timed_out:
         evalue = f"the cell ran longer than {limits.wall_s:g} s and was stopped"
         error = CellError(ename="TimeoutError", evalue=evalue, traceback=f"TimeoutError: {evalue}")
+    elif exchange.cpu_exceeded:
+        evalue = (
+            f"the cell's threads and processes used more than {limits.cpu_s:g} CPU seconds together "
+            "and were stopped; variables from earlier cells are lost"
+        )
+        error = CellError(ename="CpuTimeExceeded", evalue=evalue, traceback=f"CpuTimeExceeded: {evalue}")
     elif exchange.died:
         evalue = f"{exchange.exit_note}; variables from earlier cells are lost"
         error = CellError(ename="WorkerCrashed", evalue=evalue, traceback=f"WorkerCrashed: {evalue}")
