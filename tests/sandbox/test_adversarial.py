@@ -18,6 +18,7 @@ import select
 import shutil
 import signal
 import socket
+import sqlite3
 import stat
 import string
 import subprocess
@@ -980,3 +981,140 @@ def test_source_data_file_is_never_touched(open_sandbox, victim_data, mode):
     for field in ("st_ino", "st_mode", "st_uid", "st_gid", "st_size", "st_mtime_ns", "st_nlink"):
         assert getattr(after, field) == getattr(before, field), field
     assert sha256(victim_data.source) == victim_data.digest
+
+
+# ---------------------------------------------------------------- 20. forged and malformed replies
+
+# The worker's socket and the current request (with its ID) are locals of ``serve``, a few frames up
+# the cell's own stack: a cell can answer for the worker, with anything.
+FORGE = """
+import json, struct, sys, time
+frame = sys._getframe()
+while frame.f_code.co_name != "serve":
+    frame = frame.f_back
+sock, request_id = frame.f_locals["sock"], frame.f_locals["request"]["id"]
+
+def send(payload):
+    sock.sendall(struct.pack(">I", len(payload)) + payload)
+
+def forge(**reply):
+    send(json.dumps({"id": request_id, **reply}).encode())
+"""
+MALFORMED_REPLIES = [
+    pytest.param('forge(error={"ename": 1, "evalue": []})', id="wrong-types-in-error"),
+    pytest.param('forge(error={"ename": "MemoryError"})', id="error-without-message"),
+    pytest.param('forge(error="boom")', id="error-not-an-object"),
+    pytest.param('forge(files="abc")', id="files-a-string"),
+    pytest.param("forge(files=[1, None, {}])", id="files-not-strings"),
+    pytest.param('forge(files=["/etc/passwd", "../../x.png"])', id="files-outside"),
+    pytest.param('forge(error=None, files=[], stdout="forged")', id="unknown-field"),
+    pytest.param('forge(op="replayed", errors={"KeyError": 1})', id="replay-notice-wrong-type"),
+    pytest.param("forge(files=[[[[[[[[[[[[[[[[[[[[['deep']]]]]]]]]]]]]]]]]]]]])", id="nested"),
+    pytest.param(
+        'send(b\'{"id": "\' + request_id.encode() + b\'", "files": \' + b"[" * 200_000 + b"]" * 200_000 + b"}")',
+        id="deeply-nested",
+    ),
+    pytest.param('forge(error={"ename": "E", "evalue": "x" * (40 << 20)})', id="huge"),
+    pytest.param('send(b"{" * 100)', id="not-json"),
+    pytest.param("send(json.dumps([request_id]).encode())", id="not-an-object"),
+]
+
+
+@BOTH_MODES
+@pytest.mark.parametrize("forgery", MALFORMED_REPLIES)
+def test_a_malformed_reply_is_a_crashed_cell(open_sandbox, victim_data, mode, forgery):
+    sb = open_sandbox(mode)
+    assert sb.run_python("x = 1").ok
+    result = sb.run_python(FORGE + forgery + "\ntime.sleep(5)\nprint('the forgery was not noticed')")
+    assert result.crashed and result.error is not None and result.error.ename == "WorkerCrashed", result.render()
+    assert "the worker sent a malformed reply" in result.error.evalue, result.render()
+    assert "\n" not in result.error.evalue and len(result.error.evalue) < 1000
+    assert "not noticed" not in result.stdout
+    assert result.files_created == []
+    assert_contained_and_usable(sb, victim_data)
+    assert sb.run_python("print(x)").error.ename == "NameError"  # a fresh worker, as after a crash
+
+
+def test_a_well_formed_forged_reply_changes_nothing_outside_the_sandbox(open_sandbox, victim_data):
+    """A cell can claim any result for itself (it is model code either way); the host still takes nothing
+    from the claim but a plain result, and the next cell gets the worker as usual."""
+    sb = open_sandbox("session")
+    result = sb.run_python(
+        FORGE + 'forge(error={"ename": "Fake", "evalue": "claimed"}, files=["a.png"])\ntime.sleep(1)'
+    )
+    assert not result.crashed and result.error is not None and result.error.ename == "Fake", result.render()
+    assert result.files_created == ["a.png"]
+    assert_contained_and_usable(sb, victim_data)
+
+
+def test_a_symlinked_figure_folder_does_not_let_the_host_read_its_files(open_sandbox, victim_data, tmp_path):
+    """(Session mode only: replay mode would run the forging cell again before the next one, and its forged
+    reply would stand for that cell's too; that harms only the trajectory that forged it.)"""
+    from datalyst.agent._figures import collect_figures
+
+    host_png = tmp_path / "host-only" / "private.png"
+    host_png.parent.mkdir()
+    host_png.write_bytes(b"\x89PNG\r\n\x1a\n" + token("HOST-PICTURE").encode())
+    sb = open_sandbox("session")
+    result = sb.run_python(
+        FORGE
+        + cell(
+            """
+            import os
+            os.symlink("/", "figs")
+            os.makedirs("plots")
+            os.symlink($folder, "plots/host")
+            forge(error=None, files=["figs" + $png, "plots/host/private.png"])
+            time.sleep(1)
+            """,
+            folder=str(host_png.parent),
+            png=str(host_png),
+        )
+    )
+    assert result.files_created == [f"figs{host_png}", "plots/host/private.png"], result.render()
+    assert collect_figures(sb.workdir, result) == {}
+    assert_contained_and_usable(sb, victim_data)
+
+
+@pytest.fixture
+def victim_database(tmp_path: Path) -> DataFile:
+    source = tmp_path / "shop.sqlite"
+    with sqlite3.connect(source) as connection:
+        connection.execute("CREATE TABLE sale (id INTEGER, note TEXT)")
+        connection.executemany("INSERT INTO sale VALUES (?, ?)", [(i, token("row")) for i in range(50)])
+    connection.close()
+    return DataFile(source, sha256(source), os.stat(source))
+
+
+# A thread the first cell leaves behind watches the worker's main thread; when an SQL request arrives,
+# it answers for the worker while the query runs.
+SQL_FORGER = """
+import json, struct, sys, threading, time
+
+def forge_sql_reply():
+    main = threading.main_thread().ident
+    while True:
+        frame = sys._current_frames().get(main)
+        while frame is not None and frame.f_code.co_name != "serve":
+            frame = frame.f_back
+        request = frame.f_locals.get("request") if frame is not None else None
+        if isinstance(request, dict) and request.get("op") == "sql":
+            reply = {"id": request["id"], "columns": "abc", "n_rows": "many", "preview": 3, "output_path": None}
+            payload = json.dumps(reply).encode()
+            frame.f_locals["sock"].sendall(struct.pack(">I", len(payload)) + payload)
+            return
+        time.sleep(0.001)
+
+threading.Thread(target=forge_sql_reply, daemon=True).start()
+"""
+SLOW_QUERY = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000000) SELECT MAX(x) FROM n"
+
+
+def test_a_malformed_reply_to_a_query_is_an_error_result(victim_database):
+    with Sandbox(files=[victim_database.source], limits=LIMITS, screen_code=False, require_isolation=True) as sb:
+        assert sb.run_python(SQL_FORGER).ok
+        result = sb.run_sql(SLOW_QUERY)
+        assert result.error is not None and result.error.ename == "SandboxError", result.render()
+        assert "the worker sent a malformed reply" in result.error.evalue
+        assert sb.run_sql("SELECT COUNT(*) FROM sale").n_rows == 1
+        assert_contained_and_usable(sb, victim_database)

@@ -12,11 +12,12 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 from datalyst.errors import SandboxError
 from datalyst.sandbox._forkserver import ForkServer
 from datalyst.sandbox._isolation import JailSpec
+from datalyst.sandbox._replies import MalformedReply, Ready, Replayed, ReplyT, max_reply_bytes, parse_reply
 from datalyst.sandbox._tree import JailProcesses
 from datalyst.sandbox._wire import FrameBuffer, WireError, send_frame
 from datalyst.text import cut_note
@@ -64,10 +65,10 @@ class OutputCap:
 
 
 @dataclass
-class Exchange:
+class Exchange(Generic[ReplyT]):
     """What came back for one request."""
 
-    reply: dict[str, Any] | None
+    reply: ReplyT | None
     stdout: OutputCap
     stderr: OutputCap
     timed_out: bool = False
@@ -159,7 +160,7 @@ class WorkerProcess:
             self.close()
             raise
         self.processes = JailProcesses(self.pid, namespaced=bool(self.report.get("namespaces")))
-        ready = self.exchange(None, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
+        ready = self.exchange(None, reply=Ready, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
         if ready.reply is None:
             self.close()
             raise SandboxError(f"the sandbox worker did not answer: {ready.exit_note or 'timeout'}")
@@ -170,15 +171,18 @@ class WorkerProcess:
         self,
         request: dict[str, Any] | None,
         *,
+        reply: type[ReplyT],
         timeout_s: float,
         max_output_bytes: int,
         after_replay_s: float | None = None,
         cpu_s: float | None = None,
         after_replay_cpu_s: float | None = None,
-    ) -> Exchange:
+    ) -> Exchange[ReplyT]:
         """Send one request (None: wait for the worker's greeting) and wait for its reply, the
         worker's death, or the deadline. Replies are matched to the request by a random ID, so a
-        late reply to an earlier request, or a frame a cell forged, is never taken for this one.
+        late reply to an earlier request is never taken for this one; as a cell can read the ID and
+        forge a reply, the reply (of type ``reply``) is validated, and one that is malformed, too
+        large or too deep counts as the worker's death: it is killed, and ``exit_note`` says why.
 
         ``timeout_s`` covers replaying earlier cells; when the worker reports the replay done, the
         deadline restarts with ``after_replay_s`` for the new cell. ``cpu_s`` (then
@@ -192,8 +196,9 @@ class WorkerProcess:
             processes.resume()
             cpu_start, cpu_budget = processes.cpu_s(), cpu_s
         next_cpu_check = started + CPU_CHECK_S
-        result = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
-        frames = FrameBuffer()
+        result: Exchange[ReplyT] = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
+        frames = FrameBuffer(max_reply_bytes(max_output_bytes))
+        malformed = ""
         request_id = None
         if request is not None:
             request_id = secrets.token_hex(8)
@@ -227,17 +232,19 @@ class WorkerProcess:
                             for frame in frames.feed(data):
                                 if frame.get("id") != request_id:
                                     continue  # not an answer to this request (a late or forged frame)
-                                if frame.get("op") == "replayed" and after_replay_s and not result.replayed:
+                                if frame.get("op") != "replayed":
+                                    result.reply = parse_reply(reply, frame)
+                                    break  # a second answer is not taken for the first
+                                notice = parse_reply(Replayed, frame)  # a repeated one is checked, then ignored
+                                if after_replay_s and not result.replayed:
                                     result.replayed = True
-                                    errors = frame.get("errors")
-                                    result.replay_errors = errors if isinstance(errors, list) else None
+                                    result.replay_errors = notice.errors
                                     deadline = time.monotonic() + after_replay_s
                                     if processes is not None:
                                         cpu_start, cpu_budget = processes.cpu_s(), after_replay_cpu_s or cpu_s
-                                elif frame.get("op") != "replayed":
-                                    result.reply = frame
-                        except WireError:
+                        except (WireError, MalformedReply) as exc:
                             result.died = True
+                            malformed = f"the worker sent a malformed reply ({exc}) and was killed"
                     else:
                         data = _read(key.fd)
                         if data == b"":
@@ -249,6 +256,8 @@ class WorkerProcess:
             sel.close()
         if result.timed_out or result.died or result.cpu_exceeded:
             result.exit_note = self.kill()
+            if malformed:
+                result.exit_note = malformed
         elif processes is not None:
             processes.stop()
         result.duration_s = time.monotonic() - started

@@ -20,6 +20,7 @@ from datalyst.sandbox._install import AutoInstaller
 from datalyst.sandbox._isolation import JailSpec, jail_identity
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._process import Exchange, WorkerProcess
+from datalyst.sandbox._replies import CellReply, SqlReply
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
 from datalyst.sandbox._screen import screen
 from datalyst.sandbox._seccomp import describe as describe_seccomp
@@ -190,6 +191,7 @@ class Sandbox:
         worker = self._ensure_worker()
         exchange = worker.exchange(
             {"op": "run", "code": code, "name": name, "replay": [step.request for step in replay]},
+            reply=CellReply,
             timeout_s=self.limits.wall_s * max(1, len(replay)),
             after_replay_s=self.limits.wall_s,
             cpu_s=self.limits.cpu_s * max(1, len(replay)),
@@ -266,6 +268,7 @@ class Sandbox:
         worker = self._ensure_worker()
         exchange = worker.exchange(
             request,
+            reply=SqlReply,
             timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
             cpu_s=self.limits.sql_timeout_s + self.limits.cpu_s,
             max_output_bytes=self.limits.max_output_chars,
@@ -278,7 +281,8 @@ class Sandbox:
                 note = f"the query used more than {self.limits.sql_timeout_s + self.limits.cpu_s:g} CPU seconds"
             error = CellError(ename="SandboxError", evalue=note)
             return SqlResult(error=error, timed_out=exchange.timed_out, duration_s=exchange.duration_s)
-        result = SqlResult.model_validate({**exchange.reply, "duration_s": exchange.duration_s})
+        reply = exchange.reply.model_dump(exclude={"id"})
+        result = SqlResult.model_validate({**reply, "duration_s": exchange.duration_s})
         if self.mode == "replay":  # its output file is part of what later cells see
             self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
             self._drop_worker()
@@ -334,9 +338,9 @@ class Sandbox:
         await self.aclose()
 
 
-def _to_exec_result(exchange: Exchange, limits: Limits, *, state_lost: bool) -> ExecResult:
-    reply = exchange.reply or {}
-    error = CellError.model_validate(reply["error"]) if reply.get("error") else None
+def _to_exec_result(exchange: Exchange[CellReply], limits: Limits, *, state_lost: bool) -> ExecResult:
+    reply = exchange.reply or CellReply(id="")
+    error = reply.error.cell_error() if reply.error else None
     if exchange.timed_out:
         evalue = f"the cell ran longer than {limits.wall_s:g} s and was stopped"
         error = CellError(ename="TimeoutError", evalue=evalue, traceback=f"TimeoutError: {evalue}")
@@ -355,12 +359,12 @@ def _to_exec_result(exchange: Exchange, limits: Limits, *, state_lost: bool) -> 
         stderr=stderr.text(),
         error=error,
         timed_out=exchange.timed_out,
-        memory_exceeded=bool(reply.get("error") and reply["error"]["ename"] == "MemoryError"),
+        memory_exceeded=reply.error is not None and reply.error.ename == "MemoryError",
         crashed=exchange.died,
         state_lost=state_lost,
         truncated=bool(stdout.dropped or stderr.dropped),
         duration_s=exchange.duration_s,
-        files_created=[f for f in reply.get("files", []) if _is_plain_relative(f)],
+        files_created=reply.files,
     )
 
 
@@ -375,10 +379,6 @@ def _replay_mismatch(history: list[_Step], errors: list[str | None] | None) -> s
                 f"and {now} when re-run, so variables may differ from what earlier outputs showed."
             )
     return ""
-
-
-def _is_plain_relative(path: str) -> bool:
-    return isinstance(path, str) and not os.path.isabs(path) and ".." not in path.split(os.sep)
 
 
 def _describe_isolation(worker: WorkerProcess, reason: str) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from datalyst.sandbox._isolation import JailSpec
+from datalyst.sandbox._replies import MAX_REPORTED_FILES
 from datalyst.sandbox._result import SqlResult
 from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 from datalyst.sandbox._wire import WireError, recv_frame, send_frame
@@ -31,6 +32,9 @@ from datalyst.text import clip_middle
 
 MAX_SCANNED_FILES = 5_000
 MAX_TRACEBACK_FRAMES = 60
+MAX_EVALUE_CHARS = 2_000
+MAX_NAME_CHARS = 200
+"""Exception and module names are clipped to this (what the host accepts is larger: see ``_replies``)."""
 SQL_PREVIEW_ROWS = 10
 
 
@@ -68,7 +72,10 @@ def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
             elif entry.is_file(follow_symlinks=False):
-                st = entry.stat(follow_symlinks=False)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:  # a path longer than the kernel takes (so every path found fits in a reply)
+                    continue
                 found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
     return found
 
@@ -129,7 +136,7 @@ class Kernel:
         if not quiet:
             after = _scan()
             changed = [path for path, sig in after.items() if before.get(path) != sig]
-            result["files"] = sorted(set(changed) | set(figures))
+            result["files"] = sorted(set(changed) | set(figures))[:MAX_REPORTED_FILES]
         return result
 
     def _execute(self, code: str, name: str) -> dict[str, Any] | None:
@@ -160,13 +167,10 @@ class Kernel:
         for _ in range(skip_frames):
             tb = tb.tb_next if tb is not None else None
         text = _format_traceback(exc, tb)
-        error = {
-            "ename": type(exc).__name__,
-            "evalue": clip_middle(str(exc), 2_000),
-            "traceback": clip_middle(text, self.max_output_chars),
-        }
+        error = _error_reply(exc)
+        error["traceback"] = clip_middle(text, self.max_output_chars)
         if isinstance(exc, ModuleNotFoundError) and exc.name:
-            error["missing_module"] = exc.name.split(".")[0]
+            error["missing_module"] = clip_middle(exc.name.split(".")[0], MAX_NAME_CHARS)
         return error
 
     def _collect_figures(self, name: str) -> list[str]:
@@ -185,6 +189,14 @@ class Kernel:
         return saved
 
 
+def _error_reply(exc: BaseException, evalue: str | None = None) -> dict[str, Any]:
+    """An exception's name and message, clipped to what the host accepts."""
+    return {
+        "ename": clip_middle(type(exc).__name__, MAX_NAME_CHARS),
+        "evalue": clip_middle(str(exc) if evalue is None else evalue, MAX_EVALUE_CHARS),
+    }
+
+
 def run_sql(request: dict[str, Any]) -> dict[str, Any]:
     """Run one query on a read-only SQLite file; save all rows as CSV, return a preview."""
     started = time.monotonic()
@@ -193,7 +205,7 @@ def run_sql(request: dict[str, Any]) -> dict[str, Any]:
     try:
         conn = sqlite3.connect(f"file:{quote(request['db'])}?mode=ro", uri=True)
     except sqlite3.Error as exc:
-        return {**result, "error": {"ename": type(exc).__name__, "evalue": str(exc)}}
+        return {**result, "error": _error_reply(exc)}
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     try:
         cursor = conn.execute(request["sql"])
@@ -214,9 +226,9 @@ def run_sql(request: dict[str, Any]) -> dict[str, Any]:
     except sqlite3.OperationalError as exc:
         timed_out = str(exc) == "interrupted"
         evalue = f"the query ran longer than {request['timeout_s']} s" if timed_out else str(exc)
-        result.update(error={"ename": type(exc).__name__, "evalue": evalue}, timed_out=timed_out)
+        result.update(error=_error_reply(exc, evalue), timed_out=timed_out)
     except (sqlite3.Error, OSError) as exc:
-        result["error"] = {"ename": type(exc).__name__, "evalue": str(exc)}
+        result["error"] = _error_reply(exc)
     finally:
         conn.close()
     return result
