@@ -16,6 +16,7 @@ import contextlib
 import gc
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -30,7 +32,7 @@ from datalyst.errors import SandboxError
 from datalyst.sandbox import _isolation as iso
 from datalyst.sandbox import _linux as lx
 from datalyst.sandbox import _seccomp as seccomp
-from datalyst.sandbox._wire import WireError, recv_frame, send_frame
+from datalyst.sandbox._wire import FrameBuffer, MalformedFrame, WireError, recv_frame_with_fds, send_frame
 
 # What the fork server imports once, so that every worker starts with it: the libraries of PREINSTALLED,
 # with the submodules cells use (about 1 s of cold start and 110 MiB, shared by all workers; docs/BENCHMARKS.md).
@@ -46,6 +48,14 @@ PRELOAD = (
     "seaborn",
 )
 _BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv[1]); from datalyst.sandbox._forkserver import main; main()"
+HANDSHAKE_TIMEOUT_S = 20.0
+"""How long the fork server waits on a new monitor's handshake before it kills it and refuses the spawn."""
+SPAWN_TIMEOUT_S = 60.0
+"""How long the host waits for the answer to a spawn: longer than ``HANDSHAKE_TIMEOUT_S``, so that a stuck
+monitor is reported by the fork server, and bounded, so that the host's spawn lock is never held forever."""
+START_TIMEOUT_S = 120.0
+"""How long the host waits for a new fork server to load its libraries and greet."""
+MAX_REQUEST_FDS = 8
 
 
 def remove_tree(path: str) -> None:
@@ -207,15 +217,21 @@ def main() -> None:
     _preload()
     send_frame(sock, {"op": "ready", "pid": os.getpid()})
     try:
-        while True:
+        while True:  # one framed request at a time; a malformed one is answered, never the end of the server
             try:
-                request, fds = _recv_with_fds(sock)
+                request, fds = recv_frame_with_fds(sock, MAX_REQUEST_FDS)
+            except MalformedFrame as exc:
+                send_frame(sock, {"id": None, "error": f"malformed request: {exc}"})
+                continue
             except (WireError, OSError):
                 return
-            if request.get("op") != "spawn":
-                send_frame(sock, {"error": f"unknown op {request.get('op')!r}"})
-                continue
-            send_frame(sock, _spawn(request, fds, monitors))
+            if request.get("op") == "spawn":
+                reply = _spawn(request, fds, monitors)
+            else:
+                for fd in fds:
+                    os.close(fd)
+                reply = {"error": f"unknown op {str(request.get('op'))[:100]!r}"}
+            send_frame(sock, {**reply, "id": request.get("id")})
     finally:
         for pid in list(monitors):
             with contextlib.suppress(ProcessLookupError):
@@ -223,36 +239,53 @@ def main() -> None:
         remove_tree(run_root)
 
 
-def _recv_with_fds(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
-    if not data:
-        raise WireError("host closed the fork server")
-    return json.loads(data), fds
-
-
 def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[str, Any]:
-    fields = request["spec"]
-    spec = iso.JailSpec(**{**fields, "readonly_dirs": iso.python_dirs() + fields["readonly_dirs"]})
-    parent_end, child_end = socket.socketpair()
-    server_pid = os.getpid()
-    pid = os.fork()
-    if pid == 0:
+    """Fork a monitor for one spawn request: ``{"pid": ...}``, or ``{"error": ...}`` for a request that is malformed
+    or a monitor that cannot be started. The request's descriptors are closed here, whatever happens."""
+    try:
         try:
+            fields = request["spec"]
+            spec = iso.JailSpec(**{**fields, "readonly_dirs": iso.python_dirs() + fields["readonly_dirs"]})
+            isolate = request["isolate"]
+            if not isinstance(isolate, bool) or len(fds) != 4:
+                raise ValueError(f"isolate={isolate!r:.20} with {len(fds)} descriptors (a bool and 4 expected)")
+        except (KeyError, TypeError, ValueError) as exc:
+            return {"error": f"malformed spawn request ({type(exc).__name__}: {str(exc)[:200]})"}
+        parent_end, child_end = socket.socketpair()
+        server_pid = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError:
             parent_end.close()
-            _run_monitor(spec, fds, child_end, request["isolate"], server_pid)
-        finally:
-            os._exit(71)
-    monitors.add(pid)
-    child_end.close()
-    for fd in fds:
-        os.close(fd)
-    with parent_end:
-        if parent_end.recv(1) == b"u":
+            child_end.close()
+            raise
+        if pid == 0:
             try:
-                iso.write_id_maps(pid)
-                parent_end.send(b"g")
-            except OSError:
-                parent_end.send(b"x")
+                parent_end.close()
+                _run_monitor(spec, fds, child_end, isolate, server_pid)
+            finally:
+                os._exit(71)
+        monitors.add(pid)
+        child_end.close()
+    except OSError as exc:  # no socket pair or no fork: out of descriptors, processes or memory
+        return {"error": f"could not start a sandbox monitor ({exc})"}
+    finally:
+        for fd in fds:
+            os.close(fd)
+    with parent_end:
+        parent_end.settimeout(HANDSHAKE_TIMEOUT_S)
+        try:
+            if parent_end.recv(1) == b"u":
+                try:
+                    iso.write_id_maps(pid)
+                    answer = b"g"
+                except OSError:
+                    answer = b"x"
+                parent_end.send(answer)
+        except OSError as exc:  # stuck (timed out) or gone: it must not hold the fork server or the host
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            return {"error": f"the sandbox monitor did not finish its handshake ({exc})"}
     return {"pid": pid}
 
 
@@ -269,6 +302,8 @@ class ForkServer:
         self.run_root = ""
         self.namespaces_error: str | None = None
         """Why namespaces could not be used on this machine (None: they work or were not tried yet)."""
+        self._replies = FrameBuffer()
+        """What the fork server sent, kept between calls: a spawn given up on may leave part of a frame."""
 
     def _start(self) -> None:
         self.run_root = tempfile.mkdtemp(prefix="datalyst-sandbox-")
@@ -295,14 +330,32 @@ class ForkServer:
         )
         server_end.close()
         self._sock = host_end
+        self._replies = FrameBuffer()
         try:
-            recv_frame(host_end)
+            self._answer(None, START_TIMEOUT_S)  # the greeting
         except (WireError, OSError) as exc:
             self.close()
             raise SandboxError(
                 f"the sandbox fork server failed to start ({exc}); run python -c 'import pandas'"
             ) from exc
         atexit.register(self.close)
+
+    def _answer(self, request_id: str | None, timeout_s: float) -> dict[str, Any]:
+        """The next frame from the fork server that answers ``request_id`` (None: its greeting), skipping late
+        answers to requests given up on; TimeoutError when none came within ``timeout_s``."""
+        assert self._sock is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no answer within {timeout_s:g} s")
+            self._sock.settimeout(remaining)
+            data = self._sock.recv(1 << 16)
+            if not data:
+                raise WireError("the fork server closed the connection")
+            for frame in self._replies.feed(data):
+                if frame.get("id") == request_id:
+                    return frame
 
     @property
     def pid(self) -> int | None:
@@ -322,10 +375,14 @@ class ForkServer:
             if self._sock is None:
                 self._start()
             assert self._sock is not None
+            request_id = secrets.token_hex(8)
+            request = {"op": "spawn", "id": request_id, "spec": asdict(spec), "isolate": isolate}
             try:
-                payload = json.dumps({"op": "spawn", "spec": asdict(spec), "isolate": isolate}).encode()
-                socket.send_fds(self._sock, [payload], fds)
-                reply = recv_frame(self._sock)
+                self._sock.settimeout(SPAWN_TIMEOUT_S)
+                send_frame(self._sock, request, fds)
+                reply = self._answer(request_id, SPAWN_TIMEOUT_S)
+            except TimeoutError:  # the fork server may still answer: that late answer will be skipped
+                raise SandboxError(f"the sandbox fork server did not answer within {SPAWN_TIMEOUT_S:g} s") from None
             except (WireError, OSError) as exc:
                 self._sock = None
                 raise SandboxError(f"the sandbox fork server stopped unexpectedly ({exc})") from exc

@@ -92,6 +92,11 @@ class WorkerProcess:
         status_r, status_w = os.pipe()
         try:
             forkserver.spawn(spec, [ctrl_worker.fileno(), out_w, err_w, status_w], isolate=isolate)
+        except BaseException:
+            ctrl_host.close()
+            for fd in (out_r, err_r, status_r):
+                os.close(fd)
+            raise
         finally:
             for fd in (out_w, err_w, status_w):
                 os.close(fd)

@@ -1,0 +1,180 @@
+"""The host <-> fork server protocol: framed, answered even when malformed, and never waited on forever."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from datalyst.errors import SandboxError
+from datalyst.sandbox import ForkServer, Limits, Sandbox, _forkserver
+from datalyst.sandbox._isolation import JailSpec
+from datalyst.sandbox._process import WorkerProcess
+from datalyst.sandbox._wire import FrameBuffer, recv_frame, send_frame
+
+
+def raw(payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload)) + payload
+
+
+def spec(tmp_path: Path) -> JailSpec:
+    (tmp_path / "work").mkdir(exist_ok=True)
+    (tmp_path / "root").mkdir(exist_ok=True)
+    return JailSpec(
+        workdir=str(tmp_path / "work"), root=str(tmp_path / "root"), readonly_files=[], limits=Limits().model_dump()
+    )
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ForkServer]:
+    fs = ForkServer()
+    fs.ensure_run_root()
+    yield fs
+    fs.close()
+
+
+def ask(fs: ForkServer, frame: bytes, fds: list[int] = ()) -> dict:
+    """Send one raw frame to the fork server, bypassing the host's own requests, and read its answer."""
+    with fs._lock:
+        assert fs._sock is not None
+        if fds:
+            socket.send_fds(fs._sock, [frame], list(fds))
+        else:
+            fs._sock.sendall(frame)
+        return recv_frame(fs._sock)
+
+
+def still_serves(fs: ForkServer) -> None:
+    with Sandbox(forkserver=fs, limits=Limits(wall_s=20, cpu_s=20)) as sb:
+        result = sb.run_python("print(6 * 7)")
+    assert result.stdout == "42\n", result.render()
+
+
+# ---------------------------------------------------------------- the fork server's side
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        pytest.param(raw(b"{not json"), "malformed request", id="not-json"),
+        pytest.param(raw(b"[" * 5_000 + b"]" * 5_000), "malformed request", id="deeply-nested"),
+        pytest.param(raw(json.dumps({"op": "dance", "id": "a"}).encode()), "unknown op", id="unknown-op"),
+        pytest.param(raw(json.dumps({"op": "spawn", "id": "b"}).encode()), "malformed spawn request", id="no-spec"),
+        pytest.param(
+            raw(json.dumps({"op": "spawn", "id": "c", "spec": [1], "isolate": True}).encode()),
+            "malformed spawn request",
+            id="spec-not-an-object",
+        ),
+        pytest.param(
+            raw(json.dumps({"op": "spawn", "id": "d", "spec": {"workdir": "/x"}, "isolate": True}).encode()),
+            "malformed spawn request",
+            id="spec-incomplete",
+        ),
+    ],
+)
+def test_a_malformed_request_is_answered_and_the_server_keeps_serving(server, frame, expected):
+    reply = ask(server, frame)
+    assert expected in reply["error"], reply
+    assert "\n" not in reply["error"]
+    still_serves(server)
+
+
+@pytest.mark.timeout(120)
+def test_a_spawn_request_without_its_descriptors_is_refused_and_theirs_are_closed(server, tmp_path):
+    r, w = os.pipe()
+    request = {"op": "spawn", "id": "e", "spec": asdict(spec(tmp_path)), "isolate": True}
+    reply = ask(server, raw(json.dumps(request).encode()), [w])  # one descriptor instead of four
+    os.close(w)
+    assert "malformed spawn request" in reply["error"] and reply["id"] == "e", reply
+    assert os.read(r, 1) == b"", "the fork server kept the descriptor of a refused request"
+    os.close(r)
+    still_serves(server)
+
+
+@pytest.mark.timeout(60)
+def test_a_monitor_that_never_answers_its_handshake_is_killed(tmp_path, monkeypatch):
+    """``_spawn`` runs here, in the test process; its child stands for a monitor stuck before the handshake."""
+    monkeypatch.setattr(_forkserver, "HANDSHAKE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(_forkserver, "_run_monitor", lambda *args: time.sleep(600))
+    pipes = [os.pipe() for _ in range(4)]
+    fds = [w for _, w in pipes]
+    monitors: set[int] = set()
+    request = {"op": "spawn", "id": "f", "spec": asdict(spec(tmp_path)), "isolate": True}
+    reply = _forkserver._spawn(request, fds, monitors)
+    assert "the sandbox monitor did not finish its handshake" in reply["error"], reply
+    (pid,) = monitors
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status), "the stuck monitor was not killed"
+    for r, _ in pipes:
+        os.close(r)
+
+
+# ---------------------------------------------------------------- the host's side
+
+
+class SilentServer:
+    """A fork server stand-in that reads requests and answers only when told."""
+
+    def __init__(self) -> None:
+        self.host_end, self.server_end = socket.socketpair()
+        self.requests: list[dict] = []
+        self._frames = FrameBuffer()
+
+    def read_request(self) -> dict:
+        while not (frames := self._frames.feed(socket.recv_fds(self.server_end, 1 << 16, 8)[0])):
+            pass
+        self.requests += frames
+        return frames[-1]
+
+    def close(self) -> None:
+        self.host_end.close()
+        self.server_end.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[tuple[ForkServer, SilentServer]]:
+    stand_in = SilentServer()
+    fs = ForkServer()
+    fs._sock = stand_in.host_end  # as if started: requests go to the stand-in
+    yield fs, stand_in
+    fs._sock = None
+    stand_in.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_fork_server_that_does_not_answer_lets_the_host_go(silent, tmp_path, monkeypatch):
+    fs, stand_in = silent
+    monkeypatch.setattr(_forkserver, "SPAWN_TIMEOUT_S", 0.5)
+    with pytest.raises(SandboxError, match="did not answer"):
+        fs.spawn(spec(tmp_path), [], isolate=True)
+    assert not fs._lock.locked()
+    late = stand_in.read_request()
+    send_frame(stand_in.server_end, {"id": late["id"], "pid": 1})  # the answer to the request given up on
+
+    def answer_next() -> None:
+        request = stand_in.read_request()
+        send_frame(stand_in.server_end, {"id": request["id"], "pid": 2})
+
+    threading.Thread(target=answer_next, daemon=True).start()
+    assert fs.spawn(spec(tmp_path), [], isolate=True) == 2  # the late answer is not taken for this one
+
+
+@pytest.mark.timeout(60)
+def test_a_failed_spawn_leaves_no_descriptor_open(tmp_path):
+    class Refusing:
+        def spawn(self, *args: object, **options: object) -> int:
+            raise SandboxError("refused")
+
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(SandboxError):
+        WorkerProcess(Refusing(), spec(tmp_path), isolate=True)  # type: ignore[arg-type]
+    assert set(os.listdir("/proc/self/fd")) == before
