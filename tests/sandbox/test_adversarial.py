@@ -1118,3 +1118,26 @@ def test_a_malformed_reply_to_a_query_is_an_error_result(victim_database):
         assert "the worker sent a malformed reply" in result.error.evalue
         assert sb.run_sql("SELECT COUNT(*) FROM sale").n_rows == 1
         assert_contained_and_usable(sb, victim_database)
+
+
+def test_a_worker_that_exits_with_a_request_unread_is_a_crash(open_sandbox, victim_data):
+    """A forged reply ends the request early; the worker then dies with the next request unread in its socket,
+    which the kernel reports to the host as a reset connection."""
+    sb = open_sandbox("session")
+    result = sb.run_python(FORGE + "forge(error=None, files=[])\ntime.sleep(2)\nimport os\nos._exit(3)")
+    assert not result.crashed, result.render()
+    after = sb.run_python("print('never runs in that worker')")
+    assert after.crashed and after.error is not None and after.error.ename == "WorkerCrashed", after.render()
+    assert_contained_and_usable(sb, victim_data)
+
+
+@BOTH_MODES
+def test_names_that_are_not_utf8_cannot_break_what_the_caller_writes(open_sandbox, victim_data, mode):
+    sb = open_sandbox(mode)
+    code = "import os\nopen(b'\\xff-made.txt', 'w').close()\nraise ValueError(os.fsdecode(b'bad \\xfe name'))"
+    result = sb.run_python(code)
+    assert result.error is not None and result.error.ename == "ValueError", result.render()
+    assert result.files_created == ["\ufffd-made.txt"]
+    assert result.error.evalue == "bad \ufffd name" and "bad \ufffd name" in result.error.traceback
+    ExecResult.model_validate_json(result.model_dump_json())  # trajectories are written as UTF-8 JSON
+    assert_contained_and_usable(sb, victim_data)

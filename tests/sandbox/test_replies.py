@@ -258,3 +258,12 @@ def test_frames_for_other_requests_are_skipped_unread(fake):
     fake.answer(frames)
     exchange = run_cell(fake)
     assert not exchange.died and exchange.reply is not None and exchange.reply.files == ["b.png"]
+
+
+def test_lone_surrogates_are_replaced_so_that_results_can_be_written_as_utf8():
+    error = {**GOOD_ERROR, "evalue": "bad \udcfe name", "traceback": "T \udcfe"}
+    reply = parse_reply(CellReply, {"id": ID, "error": error, "files": ["a\udcff.png"]})
+    assert reply.files == ["a\ufffd.png"] and reply.error.evalue == "bad \ufffd name"
+    reply.model_dump_json()
+    sql = parse_reply(SqlReply, {**SQL, "columns": ["c\udcff"], "preview": "p\udcff"})
+    assert sql.columns == ["c\ufffd"] and sql.preview == "p\ufffd"

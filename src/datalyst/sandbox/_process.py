@@ -229,7 +229,10 @@ class WorkerProcess:
                         break
                 for key, _ in sel.select(remaining if processes is None else min(remaining, CPU_CHECK_S)):
                     if key.fileobj is self.ctrl:
-                        data = self.ctrl.recv(1 << 20)
+                        try:
+                            data = self.ctrl.recv(1 << 20)
+                        except ConnectionResetError:  # the worker died with a request still unread
+                            data = b""
                         if not data:
                             result.died = True
                             break

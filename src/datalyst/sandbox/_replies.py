@@ -8,9 +8,10 @@ fails is treated like a crash of the worker: it is killed, and the cell's result
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from datalyst.sandbox._result import CellError
 
@@ -40,8 +41,20 @@ def _inside_workdir(path: str) -> str:
     return path
 
 
-ShortText = Annotated[str, Field(max_length=MAX_SHORT_TEXT)]
-WorkPath = Annotated[str, Field(max_length=MAX_PATH_CHARS), AfterValidator(_inside_workdir)]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(value: Any) -> Any:
+    """A string with its lone surrogates replaced by U+FFFD (anything else as it is, for the type check).
+
+    Names that are not UTF-8 (a file ``b"\\xff.txt"``, an error about it) reach the host as lone surrogates,
+    which no UTF-8 writer accepts; replaced, what the host passes on can always be written."""
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+
+
+Text = Annotated[str, BeforeValidator(_utf8)]
+ShortText = Annotated[str, BeforeValidator(_utf8), Field(max_length=MAX_SHORT_TEXT)]
+WorkPath = Annotated[str, BeforeValidator(_utf8), Field(max_length=MAX_PATH_CHARS), AfterValidator(_inside_workdir)]
 
 
 class _Reply(BaseModel):
@@ -51,7 +64,7 @@ class _Reply(BaseModel):
 class ErrorReply(_Reply):
     ename: ShortText
     evalue: ShortText
-    traceback: str = ""
+    traceback: Text = ""
     missing_module: ShortText | None = None
 
     def cell_error(self) -> CellError:
@@ -80,10 +93,10 @@ class CellReply(_Reply):
 
 class SqlReply(_Reply):
     id: str
-    columns: list[str] = Field(max_length=MAX_COLUMNS)
+    columns: list[Text] = Field(max_length=MAX_COLUMNS)
     n_rows: int = Field(ge=0)
-    preview: str
-    output_path: Annotated[str, Field(max_length=MAX_PATH_CHARS)] | None
+    preview: Text
+    output_path: Annotated[Text, Field(max_length=MAX_PATH_CHARS)] | None
     error: ErrorReply | None = None
     timed_out: bool = False
 
