@@ -147,7 +147,7 @@ def still_running_after_wait(pids: set[int] | list[int]) -> set[int]:
 
 def close_and_wait(sb: Sandbox) -> None:
     """Close the sandbox, then wait until every process it had on the host has exited."""
-    doomed = descendants() - set(forkserver_pids())
+    doomed = descendants() - server_processes()
     sb.close()
     assert still_running_after_wait(doomed) == set(), "processes survived sb.close()"
 
@@ -169,6 +169,21 @@ def forkserver_pids() -> list[int]:
     """The fork servers this test process started (its children running ``_forkserver``)."""
     mine = [pid for pid in host_pids() if _status(pid).get("PPid") == str(os.getpid())]
     return [pid for pid in mine if pid in processes_with_arg("datalyst.sandbox._forkserver")]
+
+
+def server_processes() -> set[int]:
+    """The fork servers, with the disk maker each keeps for its whole life: what no sandbox owns."""
+    servers = forkserver_pids()
+    makers = {pid for pid in host_pids() if int(_status(pid).get("PPid", 0)) in servers and _is_disk_maker(pid)}
+    return set(servers) | makers
+
+
+def _is_disk_maker(pid: int) -> bool:
+    """A fork server's children are monitors, each leading its own session, and its one disk maker."""
+    try:
+        return os.getsid(pid) != pid
+    except ProcessLookupError:
+        return False
 
 
 # ---------------------------------------------------------------- fixtures
@@ -332,7 +347,7 @@ def test_fork_bomb_is_capped_and_cleaned_up(open_sandbox, victim_data, mode, cod
     close_and_wait(sb)
     assert jailed_descendants() == set()
     assert descendants() <= before  # back to normal: nothing but the fork server is left
-    assert descendants() == set(forkserver_pids())
+    assert descendants() == server_processes()
 
 
 def test_thread_bomb_is_capped(open_sandbox, victim_data):
@@ -573,7 +588,7 @@ def test_file_larger_than_the_limit_is_refused(open_sandbox, victim_data, mode, 
     limit = LIMITS.file_size_mb * MiB
     result = sb.run_python(f"LIMIT = {limit}\n" + code)
     assert result.crashed or (is_os_error(result) and "File too large" in result.error.evalue), result.render()
-    big = Path(sb.workdir, "big.bin")
+    big = Path(sb.host_workdir, "big.bin")
     if big.exists():
         assert big.stat().st_size <= limit
         assert big.stat().st_blocks * 512 <= limit + MiB
@@ -590,6 +605,37 @@ def test_filling_the_private_tmp_stops_at_its_size(open_sandbox, victim_data):
         """)
     )
     assert is_os_error(result) and "No space left" in result.error.evalue, result.render()
+    assert_contained_and_usable(sb, victim_data)
+
+
+@BOTH_MODES
+def test_filling_the_work_folder_stops_at_its_disk_size_and_the_host_disk_is_untouched(open_sandbox, victim_data, mode):
+    sb = open_sandbox(mode, disk_mb=16)
+    host_free = shutil.disk_usage(sb.workdir).free
+    fill = cell("""
+        for i in range(1000):
+            with open(f"fill-{i}", "wb") as f:
+                f.write(bytes(2**20))
+        """)
+    result = sb.run_python(fill)
+    assert is_os_error(result) and "No space left" in result.error.evalue, result.render()
+    assert "private disk of 16 MiB" in sb.isolation
+    assert os.listdir(sb.workdir) == []  # on the host, the jail's mount point stays empty
+    assert shutil.disk_usage(sb.workdir).free > host_free - 8 * MiB
+    written = sum(p.stat().st_size for p in Path(sb.host_workdir).glob("fill-*"))
+    assert 8 * MiB < written <= 16 * MiB + MiB
+    many = sb.run_python("import os\nfor i in range(10**6):\n    open(f'empty-{i}', 'w').close()")
+    assert is_os_error(many) and "No space left" in many.error.evalue, many.render()  # inodes are bounded too
+    sb.run_python("import os, glob\nfor p in glob.glob('fill-*') + glob.glob('empty-*'):\n    os.remove(p)")
+    assert_contained_and_usable(sb, victim_data)
+
+
+def test_files_outlive_a_crashed_worker_on_the_private_disk(open_sandbox, victim_data):
+    sb = open_sandbox("session")
+    assert sb.run_python("open('kept.txt', 'w').write('still here')").ok
+    assert sb.run_python("import os\nos._exit(3)").crashed
+    after = sb.run_python("print(open('kept.txt').read())")
+    assert after.state_lost and after.stdout == "still here\n", after.render()
     assert_contained_and_usable(sb, victim_data)
 
 
@@ -695,7 +741,7 @@ def test_symlink_out_of_the_work_folder_reads_nothing(open_sandbox, victim_data,
     )
     assert text not in result.render()
     assert secret.name not in result.render()  # no listing showed it
-    for path in Path(sb.workdir).rglob("*"):
+    for path in Path(sb.host_workdir).rglob("*"):
         if path.is_file() and not path.is_symlink():
             assert text not in path.read_text(errors="replace"), f"{path.name} holds the secret"
     assert_contained_and_usable(sb, victim_data)
@@ -906,7 +952,7 @@ def test_close_removes_the_work_folder_while_jailed_processes_keep_writing(open_
     leftovers = []
     try:
         for _ in range(2):
-            sb = open_sandbox("session")
+            sb = open_sandbox("session", cpu_s=60)  # four writers spinning: CPU is not what this is about
             result = sb.run_python(
                 cell("""
                 import os
@@ -1072,7 +1118,7 @@ def test_a_symlinked_figure_folder_does_not_let_the_host_read_its_files(open_san
         )
     )
     assert result.files_created == [f"figs{host_png}", "plots/host/private.png"], result.render()
-    assert collect_figures(sb.workdir, result) == {}
+    assert collect_figures(sb.host_workdir, result) == {}
     assert_contained_and_usable(sb, victim_data)
 
 

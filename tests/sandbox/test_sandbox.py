@@ -67,7 +67,7 @@ def test_figures_are_saved_and_written_files_are_listed(sales):
         result = sb.run_python(code)
         assert result.ok, result.render()
         assert sorted(result.files_created) == ["cell-1-figure-1.png", "head.csv"]
-        with open(os.path.join(sb.workdir, "cell-1-figure-1.png"), "rb") as png:
+        with open(os.path.join(sb.host_workdir, "cell-1-figure-1.png"), "rb") as png:
             assert png.read(8) == b"\x89PNG\r\n\x1a\n"
         assert sb.run_python("print('no new files')").files_created == []
 
@@ -156,6 +156,8 @@ def test_a_worker_missing_a_layer_is_refused_by_name():
     assert missing == "the seccomp filter could not be installed (EINVAL)" and "system-call filter" in not_enforced
     with pytest.raises(IsolationUnavailable, match="--allow-unisolated"):
         raise _refusal(missing)
+    no_disk, open_ = _missing_layer({"namespaces": ["user"], "seccomp": True}, "", "fsopen: Function not implemented")
+    assert no_disk == "no size-limited work folder (fsopen: Function not implemented)" and "total size" in open_
 
 
 def test_bad_arguments_are_clear_errors(tmp_path, sales):

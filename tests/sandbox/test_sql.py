@@ -31,7 +31,7 @@ def test_query_results_are_previewed_and_saved_as_csv(shop):
         result = sb.run_sql(sql + " ORDER BY spent DESC", output_path="spent.csv")
         assert result.ok and result.columns == ["name", "spent"] and result.n_rows == 3
         assert result.preview.splitlines()[0] == "name | spent"
-        with open(os.path.join(sb.workdir, "spent.csv"), newline="") as f:
+        with open(os.path.join(sb.host_workdir, "spent.csv"), newline="") as f:
             rows = list(csv.reader(f))
         # the saved file is readable from Python cells too
         assert sb.run_python("import pandas as pd\npd.read_csv('spent.csv').shape").stdout == "(3, 2)\n"
@@ -41,7 +41,7 @@ def test_query_results_are_previewed_and_saved_as_csv(shop):
 def test_many_rows_are_all_saved_but_previewed_briefly(shop):
     with Sandbox(files=[shop]) as sb:
         result = sb.run_sql("SELECT * FROM orders", output_path="all.csv")
-        with open(os.path.join(sb.workdir, "all.csv")) as f:
+        with open(os.path.join(sb.host_workdir, "all.csv")) as f:
             assert len(f.readlines()) == 31
     assert result.n_rows == 30 and "(20 more rows)" in result.preview
 
@@ -115,8 +115,8 @@ def test_parallel_sandboxes_do_not_share_results(shop):
         a.run_sql("SELECT 'a' AS who", output_path="result.csv")
         b.run_sql("SELECT 'b' AS who", output_path="result.csv")
         with (
-            open(os.path.join(a.workdir, "result.csv")) as fa,
-            open(os.path.join(b.workdir, "result.csv")) as fb,
+            open(os.path.join(a.host_workdir, "result.csv")) as fa,
+            open(os.path.join(b.host_workdir, "result.csv")) as fb,
         ):
             assert (fa.read(), fb.read()) == ("who\na\n", "who\nb\n")
 

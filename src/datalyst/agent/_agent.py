@@ -208,7 +208,7 @@ class Agent:
             result = await sandbox.arun_python(turn.code or "")
             turn.execution_s = time.monotonic() - executed
             turn.result = result
-            turn.figures = collect_figures(sandbox.workdir, result)
+            turn.figures = collect_figures(sandbox.host_workdir, result)
             turn.observation = clip_middle(result.render(), self.config.max_observation_chars)
             errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
         messages = [*state.messages, ChatMessage(role=Role.ASSISTANT, content=turn.text)]

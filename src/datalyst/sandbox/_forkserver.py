@@ -32,7 +32,7 @@ from datalyst.errors import SandboxError
 from datalyst.sandbox import _isolation as iso
 from datalyst.sandbox import _linux as lx
 from datalyst.sandbox import _seccomp as seccomp
-from datalyst.sandbox._wire import FrameBuffer, MalformedFrame, WireError, recv_frame_with_fds, send_frame
+from datalyst.sandbox._wire import FrameBuffer, MalformedFrame, WireError, recv_frame, recv_frame_with_fds, send_frame
 
 # What the fork server imports once, so that every worker starts with it: the libraries of PREINSTALLED,
 # with the submodules cells use (about 1 s of cold start and 110 MiB, shared by all workers; docs/BENCHMARKS.md).
@@ -117,14 +117,15 @@ def _preload() -> None:
 
 def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool, server_pid: int) -> None:
     """The forked child of the fork server. Never returns."""
-    ctrl, out, err, status = fds
+    ctrl, out, err, status, *rest = fds
+    disk = rest[0] if rest else None
     for signum in (signal.SIGCHLD, signal.SIGTERM):  # the fork server's handlers are not ours
         signal.signal(signum, signal.SIG_DFL)
     os.setsid()
     lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server_pid:  # the fork server died before the line above took effect
         os._exit(0)
-    close_fds_except({ctrl, out, err, status, sync.fileno()})
+    close_fds_except({ctrl, out, err, status, sync.fileno(), *rest})
     iso.be_killed_first()
     isolated = False
     if isolate:
@@ -142,7 +143,9 @@ def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolat
     sync.close()
     pid = os.fork()
     if pid == 0:
-        _run_worker(spec, ctrl, out, err, status, isolated)
+        _run_worker(spec, ctrl, out, err, status, isolated, disk)
+    for fd in rest:
+        os.close(fd)
     os.close(ctrl)
     os.close(out)
     os.close(err)
@@ -152,14 +155,18 @@ def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolat
     os._exit(0)
 
 
-def _run_worker(spec: iso.JailSpec, ctrl: int, out: int, err: int, status: int, isolated: bool) -> None:
+def _run_worker(
+    spec: iso.JailSpec, ctrl: int, out: int, err: int, status: int, isolated: bool, disk: int | None
+) -> None:
     """Jail this process, then serve cells. Never returns."""
     from datalyst.sandbox._worker import serve
 
     monitor = os.getppid()
     try:
         if isolated:
-            iso.build_root(spec)
+            iso.build_root(spec, disk)
+        elif disk is not None:
+            raise OSError("the work folder is a disk only a jail can mount, and namespaces are unavailable")
         # After build_root, whose change of user ID (for the real root) clears the setting: the jail dies
         # with its monitor even while the host keeps it stopped between cells and it cannot read its socket.
         lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -212,10 +219,11 @@ def main() -> None:
                 return
             monitors.discard(pid)
 
+    disk_maker, disk_maker_pid = _start_disk_maker()  # before the imports, so it stays small
     signal.signal(signal.SIGCHLD, reap)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     _preload()
-    send_frame(sock, {"op": "ready", "pid": os.getpid()})
+    send_frame(sock, {"op": "ready", "pid": os.getpid(), "disk_maker": disk_maker_pid})
     try:
         while True:  # one framed request at a time; a malformed one is answered, never the end of the server
             try:
@@ -227,6 +235,8 @@ def main() -> None:
                 return
             if request.get("op") == "spawn":
                 reply = _spawn(request, fds, monitors)
+            elif request.get("op") == "disk":
+                reply = _disk(disk_maker, request, fds)
             else:
                 for fd in fds:
                     os.close(fd)
@@ -247,8 +257,9 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
             fields = request["spec"]
             spec = iso.JailSpec(**{**fields, "readonly_dirs": iso.python_dirs() + fields["readonly_dirs"]})
             isolate = request["isolate"]
-            if not isinstance(isolate, bool) or len(fds) != 4:
-                raise ValueError(f"isolate={isolate!r:.20} with {len(fds)} descriptors (a bool and 4 expected)")
+            expected = 5 if spec.disk else 4
+            if not isinstance(isolate, bool) or len(fds) != expected:
+                raise ValueError(f"isolate={isolate!r:.20} with {len(fds)} descriptors ({expected} expected)")
         except (KeyError, TypeError, ValueError) as exc:
             return {"error": f"malformed spawn request ({type(exc).__name__}: {str(exc)[:200]})"}
         parent_end, child_end = socket.socketpair()
@@ -289,6 +300,89 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
     return {"pid": pid}
 
 
+def _start_disk_maker() -> tuple[socket.socket | str, int | None]:
+    """Fork the process that makes work-folder disks; its socket and PID, or why there is none.
+
+    It is root of its own user and mount namespaces, whose maps hold both the host's identity and the
+    jail's (both write to a disk), and answers each request with a detached, size-limited tmpfs that it
+    sends straight to the host: the host reaches it through the descriptor, jails mount copies of it.
+    """
+    parent_end, child_end = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            parent_end.close()
+            _run_disk_maker(child_end)
+        finally:
+            os._exit(0)
+    child_end.close()
+    parent_end.settimeout(HANDSHAKE_TIMEOUT_S)
+    try:
+        step = parent_end.recv(256)
+        if step != b"u":
+            raise OSError(step[1:].decode(errors="replace") or "the disk maker exited")
+        iso.write_id_maps(pid, disk=True)
+        parent_end.send(b"g")
+        if parent_end.recv(1) != b"r":
+            raise OSError("the disk maker could not start")
+    except OSError as exc:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        parent_end.close()
+        return str(exc), None
+    return parent_end, pid
+
+
+def _run_disk_maker(sock: socket.socket) -> None:
+    for signum in (signal.SIGCHLD, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    lx.prctl(lx.PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        lx.unshare(lx.CLONE_NEWUSER | lx.CLONE_NEWNS)
+    except OSError as exc:
+        sock.send(b"x" + iso.why_no_namespaces(exc).encode())
+        return
+    sock.send(b"u")
+    if sock.recv(1) != b"g":
+        return
+    sock.send(b"r")
+    while True:
+        request, fds = recv_frame_with_fds(sock, 1)
+        try:
+            disk = iso.make_disk(request["size_mb"], request["owner"])
+            try:
+                socket.send_fds(socket.socket(fileno=os.dup(fds[0])), [b"d"], [disk])
+            finally:
+                os.close(disk)
+            reply: dict[str, Any] = {"ok": True}
+        except OSError as exc:
+            reply = {"error": f"cannot make a work-folder disk: {exc.strerror or exc}"}
+        finally:
+            for fd in fds:
+                os.close(fd)
+        send_frame(sock, reply)
+
+
+def _disk(maker: socket.socket | str, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+    """Have the disk maker send a tmpfs of ``request["size_mb"]`` over the host's socket (``fds[0]``)."""
+    try:
+        size_mb = request.get("size_mb")
+        if isinstance(maker, str):
+            return {"error": maker}
+        if not isinstance(size_mb, int) or size_mb < 1 or len(fds) != 1:
+            return {"error": "malformed disk request (an integer size_mb and one socket expected)"}
+        owner = iso.NOBODY if iso.jail_identity()[0] != os.geteuid() else 0  # the jail's root, in the disk's terms
+        maker.settimeout(HANDSHAKE_TIMEOUT_S)
+        try:
+            send_frame(maker, {"size_mb": size_mb, "owner": owner}, fds)
+            return recv_frame(maker)
+        except (OSError, WireError) as exc:
+            return {"error": f"the disk maker did not answer ({exc})"}
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 # ---------------------------------------------------------------- in the host
 
 
@@ -302,6 +396,8 @@ class ForkServer:
         self.run_root = ""
         self.namespaces_error: str | None = None
         """Why namespaces could not be used on this machine (None: they work or were not tried yet)."""
+        self.disk_maker_pid: int | None = None
+        """The fork server's child that makes work-folder disks (None where it could not start)."""
         self._replies = FrameBuffer()
         """What the fork server sent, kept between calls: a spawn given up on may leave part of a frame."""
 
@@ -332,12 +428,13 @@ class ForkServer:
         self._sock = host_end
         self._replies = FrameBuffer()
         try:
-            self._answer(None, START_TIMEOUT_S)  # the greeting
+            greeting = self._answer(None, START_TIMEOUT_S)
         except (WireError, OSError) as exc:
             self.close()
             raise SandboxError(
                 f"the sandbox fork server failed to start ({exc}); run python -c 'import pandas'"
             ) from exc
+        self.disk_maker_pid = greeting.get("disk_maker")
         atexit.register(self.close)
 
     def _answer(self, request_id: str | None, timeout_s: float) -> dict[str, Any]:
@@ -370,16 +467,34 @@ class ForkServer:
         return self.run_root
 
     def spawn(self, spec: iso.JailSpec, fds: list[int], *, isolate: bool) -> int:
-        """Fork a jailed worker that will use ``fds`` (ctrl, stdout, stderr, status); return the monitor PID."""
+        """Fork a jailed worker that will use ``fds`` (ctrl, stdout, stderr, status, and the work-folder disk
+        when ``spec.disk``); return the monitor PID."""
+        return int(self._request({"op": "spawn", "spec": asdict(spec), "isolate": isolate}, fds)["pid"])
+
+    def make_disk(self, size_mb: int) -> int:
+        """A size-limited tmpfs for one sandbox's work folder, mounted nowhere: a descriptor of its root
+        (reach it as ``/proc/self/fd/N``; jails mount copies of it). SandboxError where none can be made."""
+        host_end, server_end = socket.socketpair()
+        with host_end:
+            try:
+                self._request({"op": "disk", "size_mb": size_mb}, [server_end.fileno()])
+            finally:
+                server_end.close()
+            host_end.settimeout(SPAWN_TIMEOUT_S)
+            _, fds, _, _ = socket.recv_fds(host_end, 1, 1)
+        if len(fds) != 1:
+            raise SandboxError("the sandbox fork server sent no work-folder disk")
+        return fds[0]
+
+    def _request(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with self._lock:
             if self._sock is None:
                 self._start()
             assert self._sock is not None
             request_id = secrets.token_hex(8)
-            request = {"op": "spawn", "id": request_id, "spec": asdict(spec), "isolate": isolate}
             try:
                 self._sock.settimeout(SPAWN_TIMEOUT_S)
-                send_frame(self._sock, request, fds)
+                send_frame(self._sock, {**request, "id": request_id}, fds)
                 reply = self._answer(request_id, SPAWN_TIMEOUT_S)
             except TimeoutError:  # the fork server may still answer: that late answer will be skipped
                 raise SandboxError(f"the sandbox fork server did not answer within {SPAWN_TIMEOUT_S:g} s") from None
@@ -388,7 +503,7 @@ class ForkServer:
                 raise SandboxError(f"the sandbox fork server stopped unexpectedly ({exc})") from exc
         if "error" in reply:
             raise SandboxError(f"the sandbox fork server refused a request: {reply['error']}")
-        return int(reply["pid"])
+        return reply
 
     def close(self) -> None:
         with self._lock:

@@ -54,6 +54,8 @@ class JailSpec:
     """Folders to add to the worker's ``sys.path`` (packages installed on demand)."""
     databases: list[str] = field(default_factory=list)
     """Base names of staged SQLite files: cells get ``get_db_info()`` and ``execute_sql()`` for them."""
+    disk: bool = False
+    """The work folder is a tmpfs the host made (``make_disk``), passed as the spawn's fifth descriptor."""
 
 
 def python_dirs() -> list[str]:
@@ -103,15 +105,28 @@ def why_no_namespaces(exc: OSError) -> str:
 ID_MAP_FAILED = "the user-ID map of the jail could not be written"
 
 
-def write_id_maps(pid: int) -> None:
-    """Called by the (privileged) parent of a process that just entered a new user namespace."""
+def write_id_maps(pid: int, *, disk: bool = False) -> None:
+    """Called by the (privileged) parent of a process that just entered a new user namespace: a jail's
+    maps its root to the jail identity; a disk maker's (``disk``) also maps the host's own identity,
+    since both the host and the jail write to the disk it makes."""
     uid, gid = jail_identity()
+    uid_map, gid_map = f"0 {uid} 1\n", f"0 {gid} 1\n"
+    if disk and uid != os.geteuid():  # the real root: the host as 0, the jail as nobody
+        uid_map = gid_map = f"0 0 1\n{NOBODY} {NOBODY} 1\n"
     with open(f"/proc/{pid}/setgroups", "w") as f:
         f.write("deny")
     with open(f"/proc/{pid}/uid_map", "w") as f:
-        f.write(f"0 {uid} 1\n")
+        f.write(uid_map)
     with open(f"/proc/{pid}/gid_map", "w") as f:
-        f.write(f"0 {gid} 1\n")
+        f.write(gid_map)
+
+
+def make_disk(size_mb: int, owner: int) -> int:
+    """A detached tmpfs of ``size_mb`` for a work folder whose root belongs to ``owner`` (the jail's root);
+    called as root of a user namespace whose maps ``write_id_maps(..., disk=True)`` wrote."""
+    files = max(4096, 64 * size_mb)  # inodes live outside the size limit: bound their number too
+    options = {"size": f"{size_mb}m", "nr_inodes": str(files), "mode": "0755", "uid": str(owner), "gid": str(owner)}
+    return lx.new_tmpfs(options)
 
 
 class _RootBuilder:
@@ -148,9 +163,10 @@ class _RootBuilder:
             os.close(source)
 
 
-def build_root(spec: JailSpec) -> None:
+def build_root(spec: JailSpec, disk: int | None) -> None:
     """Mount the private root and switch to it. Must run as PID 1 of the new namespaces, before
-    taking the mapped identity (``become_mapped_root``)."""
+    taking the mapped identity (``become_mapped_root``). ``disk``: a detached mount (``make_disk``)
+    that holds the work folder; without one, the host's work folder is bound."""
     lx.mount(None, "/", None, lx.MS_REC | lx.MS_PRIVATE)
     lx.mount("tmpfs", spec.root, "tmpfs", lx.MS_NOSUID | lx.MS_NODEV, "size=1m,mode=755,uid=0,gid=0")
     builder = _RootBuilder()
@@ -158,15 +174,22 @@ def build_root(spec: JailSpec) -> None:
         builder.add(path)
     for name in _DEVICES:
         builder.add(f"/dev/{name}", readonly=False, extra_flags=lx.MS_NOSUID)
-    builder.add(spec.workdir, readonly=False)
-    for path in spec.readonly_files:
-        builder.add(path)
+    if disk is None:
+        builder.add(spec.workdir, readonly=False)
+        for path in spec.readonly_files:
+            builder.add(path)
     os.chdir(spec.root)
     become_mapped_root()
     os.makedirs("./tmp")  # first, since the work folder may live under /tmp
     tmp_options = f"size={int(spec.limits['tmp_mb'])}m,mode=1777,uid=0,gid=0"
     lx.mount("tmpfs", "./tmp", "tmpfs", lx.MS_NOSUID | lx.MS_NODEV, tmp_options)
     builder.build()
+    if disk is not None:
+        os.makedirs("." + spec.workdir)
+        lx.attach_copy(disk, "." + spec.workdir)
+        for path in spec.readonly_files:  # bind each onto itself, read-only
+            lx.mount("." + path, "." + path, None, lx.MS_BIND)
+            lx.mount(None, "." + path, None, lx.MS_REMOUNT | lx.MS_BIND | lx.MS_RDONLY | lx.MS_NOSUID | lx.MS_NODEV)
     os.makedirs("./dev/shm")  # POSIX semaphores and shared memory (multiprocessing's Pool, Queue, Lock)
     lx.mount("tmpfs", "./dev/shm", "tmpfs", lx.MS_NOSUID | lx.MS_NODEV | lx.MS_NOEXEC, tmp_options)
     os.makedirs("./etc", exist_ok=True)

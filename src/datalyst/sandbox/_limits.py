@@ -25,6 +25,9 @@ class Limits(BaseModel):
     """Open file descriptors per process."""
     processes: int = Field(64, ge=4)
     """Processes and threads alive at once inside the sandbox."""
+    disk_mb: int = Field(1024, ge=1)
+    """What cells may write to the work folder, in MiB, on top of the staged data files (a private
+    memory-backed filesystem, so a trajectory cannot fill the host's disk)."""
     tmp_mb: int = Field(64, ge=1)
     """Size of the private ``/tmp`` and, separately, ``/dev/shm`` (memory-backed) inside the sandbox, in MiB."""
     max_output_chars: int = Field(20_000, ge=200)

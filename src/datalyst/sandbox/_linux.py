@@ -65,6 +65,44 @@ def pivot_root(new_root: str, put_old: str) -> None:
     _check(_libc.syscall(_SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
 
 
+# The mount API of Linux 5.2, numbered alike on every architecture.
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_FSOPEN, _SYS_FSCONFIG, _SYS_FSMOUNT = 428, 429, 430, 431, 432
+_FSCONFIG_SET_STRING, _FSCONFIG_CMD_CREATE = 1, 6
+_OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOVE_MOUNT_F_EMPTY_PATH, _AT_FDCWD = 1, 0x1000, 4, -100
+
+
+def _fd(result: int, what: str) -> int:
+    if result < 0:
+        _check(result, what)
+    return result
+
+
+def new_tmpfs(options: dict[str, str]) -> int:
+    """A tmpfs that is mounted nowhere yet: a descriptor of its root, to attach with :func:`attach_copy`
+    or to reach through ``/proc/self/fd/N`` (needs CAP_SYS_ADMIN in the user namespace of this
+    process's mount namespace)."""
+    context = _fd(_libc.syscall(_SYS_FSOPEN, b"tmpfs", ctypes.c_uint(1)), "fsopen tmpfs")  # FSOPEN_CLOEXEC
+    try:
+        for key, value in options.items():
+            _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, key.encode(), value.encode(), 0), key)
+        _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0), "create tmpfs")
+        return _fd(_libc.syscall(_SYS_FSMOUNT, context, ctypes.c_uint(1), ctypes.c_uint(0)), "fsmount")
+    finally:
+        os.close(context)
+
+
+def attach_copy(mount_fd: int, target: str) -> None:
+    """Mount a copy of the detached mount ``mount_fd`` on ``target`` (the original stays detached, so
+    it can be copied again by the next process, in its own mount namespace)."""
+    flags = _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_EMPTY_PATH
+    copy = _fd(_libc.syscall(_SYS_OPEN_TREE, mount_fd, b"", ctypes.c_uint(flags)), "open_tree")
+    try:
+        moved = _libc.syscall(_SYS_MOVE_MOUNT, copy, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH)
+        _check(moved, f"move_mount {target}")
+    finally:
+        os.close(copy)
+
+
 def prctl(option: int, arg2: int = 0) -> None:
     zero = ctypes.c_ulong(0)
     _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), zero, zero, zero), f"prctl {option}")

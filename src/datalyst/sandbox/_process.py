@@ -85,13 +85,14 @@ class Exchange(Generic[ReplyT]):
 class WorkerProcess:
     """One live worker in its jail, owned by one sandbox."""
 
-    def __init__(self, forkserver: ForkServer, spec: JailSpec, *, isolate: bool) -> None:
+    def __init__(self, forkserver: ForkServer, spec: JailSpec, *, isolate: bool, disk: int | None = None) -> None:
         ctrl_host, ctrl_worker = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         status_r, status_w = os.pipe()
         try:
-            forkserver.spawn(spec, [ctrl_worker.fileno(), out_w, err_w, status_w], isolate=isolate)
+            fds = [ctrl_worker.fileno(), out_w, err_w, status_w, *([] if disk is None else [disk])]
+            forkserver.spawn(spec, fds, isolate=isolate)
         except BaseException:
             ctrl_host.close()
             for fd in (out_r, err_r, status_r):

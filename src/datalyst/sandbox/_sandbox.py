@@ -13,7 +13,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable
+from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable, SandboxError
 from datalyst.sandbox._folder import copy_folder, empty_folder
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver, remove_tree
 from datalyst.sandbox._install import AutoInstaller
@@ -92,32 +92,60 @@ class Sandbox:
         trajectory's) interrupts the step, then waits for it to finish with the worker and the folder."""
         self._home = tempfile.mkdtemp(prefix="sandbox-", dir=self._forkserver.ensure_run_root())
         self.workdir = os.path.join(self._home, "work")
+        """The work folder, as cells see it. On a private disk (see ``isolation``), this is only the empty
+        folder the jail mounts it on: this process reaches the files through ``host_workdir``."""
         self._baseline = os.path.join(self._home, "baseline")
         """Replay mode: what the work folder held, besides the data files, before the first step of the history."""
         os.mkdir(self.workdir)
         os.mkdir(self._baseline)
+        self._disk: int | None = None
+        self._disk_error = ""
+        self._sources: dict[str, str] = {}
+        """The file each staged data file was copied from, by name."""
         try:
+            files = [os.fspath(f) for f in files]
+            self._make_disk(files)
+            self.host_workdir = self.workdir if self._disk is None else f"/proc/self/fd/{self._disk}"
+            """The work folder as this process reads and writes it (``/proc/self/fd/N`` for a private disk)."""
             self.data_files = self._stage(files)
         except BaseException:
+            self._close_disk()
             remove_tree(self._home)
             raise
 
     # -- set-up
 
-    def _stage(self, files: Iterable[str | os.PathLike[str]]) -> list[str]:
+    def _make_disk(self, files: list[str]) -> None:
+        """Put the work folder on a tmpfs of ``Limits.disk_mb`` plus the data files' size, where namespaces work."""
+        if not self.use_namespaces or self._forkserver.namespaces_error:
+            self._disk_error = self._forkserver.namespaces_error or "namespaces disabled by the caller"
+            return
+        staged_mb = sum(os.path.getsize(f) for f in files if os.path.isfile(f)) // (1 << 20) + 1
+        try:
+            self._disk = self._forkserver.make_disk(self.limits.disk_mb + staged_mb)
+        except SandboxError as exc:
+            self._disk_error = str(exc)
+
+    def _close_disk(self) -> None:
+        if self._disk is not None:
+            os.close(self._disk)
+            self._disk = None
+
+    def _stage(self, files: list[str]) -> list[str]:
         staged: list[str] = []
-        for source in map(os.fspath, files):
+        for source in files:
             if not os.path.isfile(source):
                 raise DataFileError(f"{source}: no such file; check the path")
-            target = os.path.join(self.workdir, os.path.basename(source))
+            target = os.path.join(self.host_workdir, os.path.basename(source))
             if target in staged:
                 raise ConfigError(f"two data files are named {os.path.basename(source)!r}; rename one")
             shutil.copyfile(source, target)
             os.chmod(target, 0o444)
             staged.append(target)
+            self._sources[os.path.basename(source)] = source
         uid, gid = jail_identity()
         if uid != os.geteuid():  # the real root's jail runs as nobody, who must own the work folder
-            os.chown(self.workdir, uid, gid)
+            os.chown(self.host_workdir, uid, gid)
         return staged
 
     def _spec(self) -> JailSpec:
@@ -127,11 +155,12 @@ class Sandbox:
         return JailSpec(
             workdir=self.workdir,
             root=root,
-            readonly_files=self.data_files,
+            readonly_files=[os.path.join(self.workdir, name) for name in self._data_names()],
             limits=self.limits.model_dump(),
             readonly_dirs=extra,
             python_path=extra,
             databases=[os.path.basename(p) for p in self.databases],
+            disk=self._disk is not None,
         )
 
     def _start_worker(self) -> WorkerProcess:
@@ -139,17 +168,22 @@ class Sandbox:
         if self.require_isolation and known_error:
             raise _refusal(known_error)
         isolate = self.use_namespaces and known_error is None
-        worker = WorkerProcess(self._forkserver, self._spec(), isolate=isolate)
+        worker = WorkerProcess(self._forkserver, self._spec(), isolate=isolate, disk=self._disk)
         if isolate and worker.degraded:
             self._forkserver.namespaces_error = worker.degraded
         reason = self._forkserver.namespaces_error or "namespaces disabled by the caller"
-        missing, not_enforced = _missing_layer(worker.report, reason)
+        missing, not_enforced = _missing_layer(worker.report, reason, self._disk_error)
         if missing:
             if self.require_isolation:
                 worker.close()
                 raise _refusal(missing)
             _warn_unisolated(missing, not_enforced)
-        self._isolation = _describe_isolation(worker, reason)
+        folder = (
+            f"work folder on a private disk of {self.limits.disk_mb} MiB (and the data files)"
+            if self._disk is not None
+            else f"work folder on the host's disk, its total size unbounded ({self._disk_error})"
+        )
+        self._isolation = _describe_isolation(worker, reason, folder)
         return worker
 
     @property
@@ -214,15 +248,15 @@ class Sandbox:
 
     def _restore_workdir(self) -> None:
         """Put the work folder back as it was before the first step of the history (data files stay)."""
-        empty_folder(self.workdir, keep=self._data_names())
-        copy_folder(self._baseline, self.workdir)
+        empty_folder(self.host_workdir, keep=self._data_names())
+        copy_folder(self._baseline, self.host_workdir)
 
     def _restart_history(self) -> None:
         """Forget the earlier steps (their worker died); replay mode starts again from the folder as it is."""
         self._history.clear()
         if self.mode == "replay":
             empty_folder(self._baseline, keep=())
-            copy_folder(self.workdir, self._baseline, skip=self._data_names())
+            copy_folder(self.host_workdir, self._baseline, skip=self._data_names())
 
     def _data_names(self) -> set[str]:
         return {os.path.basename(path) for path in self.data_files}
@@ -246,7 +280,9 @@ class Sandbox:
 
         if not self.databases:
             return "No SQLite database was provided."
-        return "\n\n".join(describe(path).render() for path in self.databases)
+        # Read from the files that were staged, which the staged copies equal byte for byte: SQLite
+        # resolves links in a path, and a private disk is reached through /proc/self/fd/N.
+        return "\n\n".join(describe(self._sources[os.path.basename(path)]).render() for path in self.databases)
 
     def run_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
         """Run a query on a staged database (read-only); save all rows as CSV at ``output_path``."""
@@ -293,7 +329,8 @@ class Sandbox:
         name, why = pick_database([os.path.basename(p) for p in self.databases], db)
         if name is None:
             return SqlResult(error=CellError(ename="DatabaseNotFound", evalue=why))
-        if output_path is not None and (problem := output_path_problem(self.workdir, output_path, self.data_files)):
+        in_jail = [os.path.join(self.workdir, name) for name in self._data_names()]
+        if output_path is not None and (problem := output_path_problem(self.workdir, output_path, in_jail)):
             return SqlResult(error=CellError(ename="OutputPathRefused", evalue=problem))
         return name
 
@@ -318,6 +355,7 @@ class Sandbox:
             try:
                 self._drop_worker()
             finally:
+                self._close_disk()
                 if os.path.isdir(self._home):
                     remove_tree(self._home)
 
@@ -381,14 +419,14 @@ def _replay_mismatch(history: list[_Step], errors: list[str | None] | None) -> s
     return ""
 
 
-def _describe_isolation(worker: WorkerProcess, reason: str) -> str:
+def _describe_isolation(worker: WorkerProcess, reason: str, folder: str) -> str:
     report = worker.report
     limits = ", ".join(report.get("limits", []))
     if report.get("namespaces"):
         return (
             f"namespaces: {', '.join(report['namespaces'])}; private read-only root with only the Python "
-            f"installation and the work folder; data files read-only; no capabilities; {describe_seccomp(report)}; "
-            f"limits: {limits}; scrubbed environment; wall-clock watchdog"
+            f"installation and the work folder; {folder}; data files read-only; no capabilities; "
+            f"{describe_seccomp(report)}; limits: {limits}; scrubbed environment; wall-clock watchdog"
         )
     return (
         f"DEGRADED ({reason}): {_NOT_ENFORCED}; {describe_seccomp(report)}; "
@@ -403,10 +441,12 @@ _NOT_ENFORCED = (
 _warned: set[str] = set()
 
 
-def _missing_layer(report: dict[str, Any], namespaces_reason: str) -> tuple[str, str]:
+def _missing_layer(report: dict[str, Any], namespaces_reason: str, disk_error: str = "") -> tuple[str, str]:
     """Why a started worker is not fully isolated, and what that leaves open (empty when it is isolated)."""
     if not report.get("namespaces"):
         return namespaces_reason, _NOT_ENFORCED
+    if disk_error:
+        return f"no size-limited work folder ({disk_error})", "NOT enforced: the work folder's total size"
     if report.get("seccomp") is not True:
         why = f"the seccomp filter could not be installed ({report.get('seccomp_error', 'not reported')})"
         return why, "NOT enforced: the system-call filter (nested namespaces, io_uring, bpf and the rest are reachable)"

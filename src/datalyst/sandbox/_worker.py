@@ -20,6 +20,7 @@ import sqlite3
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -60,23 +61,28 @@ def _set_cpu_budget(seconds: float | None) -> None:
 
 
 def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
-    """Size and mtime of regular files under the work folder (symlinks are not followed)."""
+    """Size and mtime of regular files under the work folder (symlinks are not followed), at most
+    ``MAX_SCANNED_FILES`` entries read, so a folder a cell fills with files cannot stall the reply."""
     found: dict[str, tuple[int, int]] = {}
-    stack = [root]
-    while stack and len(found) < MAX_SCANNED_FILES:
+    stack, seen = [root], 0
+    while stack and seen < MAX_SCANNED_FILES:
         try:
-            entries = list(os.scandir(stack.pop()))
+            entries = os.scandir(stack.pop())
         except OSError:
             continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif entry.is_file(follow_symlinks=False):
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:  # a path longer than the kernel takes (so every path found fits in a reply)
-                    continue
-                found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
+        with entries:
+            for entry in entries:
+                seen += 1
+                if seen > MAX_SCANNED_FILES:
+                    break
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:  # a path longer than the kernel takes (so every path found fits in a reply)
+                        continue
+                    found[os.path.relpath(entry.path, root)] = (st.st_size, st.st_mtime_ns)
     return found
 
 
@@ -197,11 +203,16 @@ def _error_reply(exc: BaseException, evalue: str | None = None) -> dict[str, Any
     }
 
 
-def run_sql(request: dict[str, Any]) -> dict[str, Any]:
-    """Run one query on a read-only SQLite file; save all rows as CSV, return a preview."""
+def run_sql(request: dict[str, Any], data_files: Sequence[str] = ()) -> dict[str, Any]:
+    """Run one query on a read-only SQLite file; save all rows as CSV, return a preview. An ``output_path``
+    that resolves outside the work folder or onto one of ``data_files`` (real paths) is refused: the host
+    checks the name too, but only here, inside the jail, are the folder's links what they will be."""
     started = time.monotonic()
     deadline = started + float(request["timeout_s"])
     result: dict[str, Any] = {"columns": [], "n_rows": 0, "preview": "", "output_path": None}
+    output_path = request.get("output_path")
+    if output_path and (problem := output_path_problem(os.getcwd(), output_path, list(data_files))):
+        return {**result, "error": {"ename": "OutputPathRefused", "evalue": clip_middle(problem, MAX_EVALUE_CHARS)}}
     try:
         conn = sqlite3.connect(f"file:{quote(request['db'])}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -212,7 +223,6 @@ def run_sql(request: dict[str, Any]) -> dict[str, Any]:
         columns = [d[0] for d in cursor.description or []]
         preview_rows: list[tuple[Any, ...]] = []
         n_rows = 0
-        output_path = request.get("output_path")
         with open(output_path, "w", newline="") if output_path else io.StringIO() as sink:
             writer = csv.writer(sink)
             writer.writerow(columns)
@@ -295,7 +305,7 @@ def serve(sock: socket.socket, spec: JailSpec) -> None:
                 send_frame(sock, {"op": "replayed", "id": request.get("id"), "errors": errors})
             reply = kernel.run(request["code"], request["name"])
         elif request["op"] == "sql":
-            reply = run_sql(request)
+            reply = run_sql(request, [os.path.realpath(p) for p in spec.readonly_files])
         else:
             reply = {"error": {"ename": "ProtocolError", "evalue": f"unknown op {request['op']!r}"}}
         send_frame(sock, {**reply, "id": request.get("id")})
