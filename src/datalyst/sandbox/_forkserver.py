@@ -351,7 +351,8 @@ def _run_disk_maker(sock: socket.socket) -> None:
         try:
             disk = iso.make_disk(request["size_mb"], request["owner"])
             try:
-                socket.send_fds(socket.socket(fileno=os.dup(fds[0])), [b"d"], [disk])
+                with socket.socket(fileno=os.dup(fds[0])) as host:  # the host's end; fds are closed below
+                    socket.send_fds(host, [b"d"], [disk])
             finally:
                 os.close(disk)
             reply: dict[str, Any] = {"ok": True}

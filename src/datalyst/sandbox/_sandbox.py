@@ -117,14 +117,20 @@ class Sandbox:
 
     def _make_disk(self, files: list[str]) -> None:
         """Put the work folder on a tmpfs of ``Limits.disk_mb`` plus the data files' size, where namespaces work."""
-        if not self.use_namespaces or self._forkserver.namespaces_error:
-            self._disk_error = self._forkserver.namespaces_error or "namespaces disabled by the caller"
+        if why := self._no_namespaces():
+            self._disk_error = why
             return
         staged_mb = sum(os.path.getsize(f) for f in files if os.path.isfile(f)) // (1 << 20) + 1
         try:
             self._disk = self._forkserver.make_disk(self.limits.disk_mb + staged_mb)
         except SandboxError as exc:
             self._disk_error = str(exc)
+
+    def _no_namespaces(self) -> str:
+        """Why workers get no namespaces ("" while they should)."""
+        if not self.use_namespaces:
+            return "namespaces disabled by the caller"
+        return self._forkserver.namespaces_error or ""
 
     def _close_disk(self) -> None:
         if self._disk is not None:
@@ -167,11 +173,11 @@ class Sandbox:
         known_error = self._forkserver.namespaces_error
         if self.require_isolation and known_error:
             raise _refusal(known_error)
-        isolate = self.use_namespaces and known_error is None
+        isolate = not self._no_namespaces()
         worker = WorkerProcess(self._forkserver, self._spec(), isolate=isolate, disk=self._disk)
         if isolate and worker.degraded:
             self._forkserver.namespaces_error = worker.degraded
-        reason = self._forkserver.namespaces_error or "namespaces disabled by the caller"
+        reason = self._no_namespaces()
         missing, not_enforced = _missing_layer(worker.report, reason, self._disk_error)
         if missing:
             if self.require_isolation:
