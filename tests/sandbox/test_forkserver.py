@@ -107,9 +107,9 @@ def test_a_monitor_that_never_answers_its_handshake_is_killed(tmp_path, monkeypa
     monkeypatch.setattr(_forkserver, "_run_monitor", lambda *args: time.sleep(600))
     pipes = [os.pipe() for _ in range(4)]
     fds = [w for _, w in pipes]
-    monitors: set[int] = set()
+    monitors: dict[int, str | None] = {}
     request = {"op": "spawn", "id": "f", "spec": asdict(spec(tmp_path)), "isolate": True}
-    reply = _forkserver._spawn(request, fds, monitors)
+    reply = _forkserver._spawn(request, fds, monitors, None)
     assert "the sandbox monitor did not finish its handshake" in reply["error"], reply
     (pid,) = monitors
     _, status = os.waitpid(pid, 0)
@@ -165,7 +165,7 @@ def test_a_fork_server_that_does_not_answer_lets_the_host_go(silent, tmp_path, m
         send_frame(stand_in.server_end, {"id": request["id"], "pid": 2})
 
     threading.Thread(target=answer_next, daemon=True).start()
-    assert fs.spawn(spec(tmp_path), [], isolate=True) == 2  # the late answer is not taken for this one
+    assert fs.spawn(spec(tmp_path), [], isolate=True).monitor_pid == 2  # the late answer is not taken for this one
 
 
 @pytest.mark.timeout(60)

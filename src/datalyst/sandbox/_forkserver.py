@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import itertools
 import json
 import os
 import secrets
@@ -26,9 +27,10 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from datalyst.errors import SandboxError
+from datalyst.sandbox import _cgroup as cgroup
 from datalyst.sandbox import _isolation as iso
 from datalyst.sandbox import _linux as lx
 from datalyst.sandbox import _seccomp as seccomp
@@ -115,8 +117,10 @@ def _preload() -> None:
     gc.freeze()
 
 
-def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool, server_pid: int) -> None:
-    """The forked child of the fork server. Never returns."""
+def _run_monitor(
+    spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolate: bool, server_pid: int, group: str | None
+) -> None:
+    """The forked child of the fork server (``group``: the sandbox's cgroup, to enter first). Never returns."""
     ctrl, out, err, status, *rest = fds
     disk = rest[0] if rest else None
     for signum in (signal.SIGCHLD, signal.SIGTERM):  # the fork server's handlers are not ours
@@ -126,6 +130,12 @@ def _run_monitor(spec: iso.JailSpec, fds: list[int], sync: socket.socket, isolat
     if os.getppid() != server_pid:  # the fork server died before the line above took effect
         os._exit(0)
     close_fds_except({ctrl, out, err, status, sync.fileno(), *rest})
+    if group is not None:
+        try:
+            cgroup.enter(group)
+        except OSError as exc:
+            os.write(status, _line({"setup_error": f"cannot enter the sandbox's cgroup ({exc.strerror or exc})"}))
+            os._exit(70)
     iso.be_killed_first()
     isolated = False
     if isolate:
@@ -207,7 +217,10 @@ def main() -> None:
     """Entry point of the fork server process: ``python -s -P -c BOOTSTRAP SRC_DIR FD RUN_ROOT``."""
     sock = socket.socket(fileno=int(sys.argv[2]))
     run_root = sys.argv[3]
-    monitors: set[int] = set()
+    monitors: dict[int, str | None] = {}
+    """Each live monitor's PID and its sandbox's cgroup."""
+    stale: list[str] = []
+    """Cgroups of ended sandboxes that could not be deleted yet."""
 
     def reap(*_: Any) -> None:
         while True:
@@ -217,13 +230,21 @@ def main() -> None:
                 return
             if pid == 0:
                 return
-            monitors.discard(pid)
+            group = monitors.pop(pid, None)
+            if group is not None and not cgroup.remove(group):
+                stale.append(group)
 
     disk_maker, disk_maker_pid = _start_disk_maker()  # before the imports, so it stays small
+    ours = {os.getppid(), os.getpid(), *([disk_maker_pid] if disk_maker_pid else [])}
+    parent = cgroup.find_parent(ours, os.environ.get(cgroup.ENV))
     signal.signal(signal.SIGCHLD, reap)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     _preload()
-    send_frame(sock, {"op": "ready", "pid": os.getpid(), "disk_maker": disk_maker_pid})
+    greeting: dict[str, Any] = {"op": "ready", "pid": os.getpid(), "disk_maker": disk_maker_pid}
+    if isinstance(parent, str):
+        greeting["cgroups_error"], parent = parent, None
+    send_frame(sock, greeting)
+    names = (f"sandbox-{os.getpid()}-{n}" for n in itertools.count())
     try:
         while True:  # one framed request at a time; a malformed one is answered, never the end of the server
             try:
@@ -234,7 +255,8 @@ def main() -> None:
             except (WireError, OSError):
                 return
             if request.get("op") == "spawn":
-                reply = _spawn(request, fds, monitors)
+                stale[:] = [group for group in stale if not cgroup.remove(group)]
+                reply = _spawn(request, fds, monitors, (parent, next(names)) if parent else None)
             elif request.get("op") == "disk":
                 reply = _disk(disk_maker, request, fds)
             else:
@@ -243,15 +265,25 @@ def main() -> None:
                 reply = {"error": f"unknown op {str(request.get('op'))[:100]!r}"}
             send_frame(sock, {**reply, "id": request.get("id")})
     finally:
-        for pid in list(monitors):
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for pid, group in monitors.items():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+            stale.extend([group] if group else [])
+        for group in stale:
+            cgroup.remove(group)
         remove_tree(run_root)
 
 
-def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[str, Any]:
-    """Fork a monitor for one spawn request: ``{"pid": ...}``, or ``{"error": ...}`` for a request that is malformed
-    or a monitor that cannot be started. The request's descriptors are closed here, whatever happens."""
+def _spawn(
+    request: dict[str, Any],
+    fds: list[int],
+    monitors: dict[int, str | None],
+    group: tuple[cgroup.Parent, str] | None,
+) -> dict[str, Any]:
+    """Fork a monitor for one spawn request, in a new cgroup ``group`` (parent and name) where one is given:
+    ``{"pid": ..., "cgroup": ...}``, or ``{"error": ...}`` for a request that is malformed or a monitor that
+    cannot be started. The request's descriptors are closed here, whatever happens."""
     try:
         try:
             fields = request["spec"]
@@ -262,6 +294,10 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
                 raise ValueError(f"isolate={isolate!r:.20} with {len(fds)} descriptors ({expected} expected)")
         except (KeyError, TypeError, ValueError) as exc:
             return {"error": f"malformed spawn request ({type(exc).__name__}: {str(exc)[:200]})"}
+        try:
+            path = cgroup.create(group[0], group[1], spec.limits) if group else None
+        except (OSError, KeyError, TypeError) as exc:
+            return {"error": f"could not make the sandbox's cgroup ({exc})"}
         parent_end, child_end = socket.socketpair()
         server_pid = os.getpid()
         try:
@@ -269,14 +305,16 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
         except OSError:
             parent_end.close()
             child_end.close()
+            if path:
+                cgroup.remove(path)
             raise
         if pid == 0:
             try:
                 parent_end.close()
-                _run_monitor(spec, fds, child_end, isolate, server_pid)
+                _run_monitor(spec, fds, child_end, isolate, server_pid, path)
             finally:
                 os._exit(71)
-        monitors.add(pid)
+        monitors[pid] = path
         child_end.close()
     except OSError as exc:  # no socket pair or no fork: out of descriptors, processes or memory
         return {"error": f"could not start a sandbox monitor ({exc})"}
@@ -297,7 +335,7 @@ def _spawn(request: dict[str, Any], fds: list[int], monitors: set[int]) -> dict[
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             return {"error": f"the sandbox monitor did not finish its handshake ({exc})"}
-    return {"pid": pid}
+    return {"pid": pid, "cgroup": path}
 
 
 def _start_disk_maker() -> tuple[socket.socket | str, int | None]:
@@ -387,6 +425,12 @@ def _disk(maker: socket.socket | str, request: dict[str, Any], fds: list[int]) -
 # ---------------------------------------------------------------- in the host
 
 
+class Spawned(NamedTuple):
+    monitor_pid: int
+    cgroup: str | None
+    """The sandbox's own cgroup (None where the machine gives datalyst none; see ``ForkServer.cgroups_error``)."""
+
+
 class ForkServer:
     """Host-side handle of one fork server process (started on first use, thread-safe)."""
 
@@ -399,6 +443,8 @@ class ForkServer:
         """Why namespaces could not be used on this machine (None: they work or were not tried yet)."""
         self.disk_maker_pid: int | None = None
         """The fork server's child that makes work-folder disks (None where it could not start)."""
+        self.cgroups_error: str | None = None
+        """Why sandboxes get no cgroups of their own on this machine (None: they do, or not started yet)."""
         self._replies = FrameBuffer()
         """What the fork server sent, kept between calls: a spawn given up on may leave part of a frame."""
 
@@ -421,6 +467,8 @@ class ForkServer:
             "PYTHONMALLOC": "malloc",
             "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
         }
+        if cgroup.ENV in os.environ:
+            env[cgroup.ENV] = os.environ[cgroup.ENV]
         argv = [sys.executable, "-s", "-P", "-c", _BOOTSTRAP, src_dir, str(server_end.fileno()), self.run_root]
         self._proc = subprocess.Popen(
             argv, env=env, pass_fds=[server_end.fileno()], stdin=subprocess.DEVNULL, cwd=self.run_root
@@ -436,6 +484,7 @@ class ForkServer:
                 f"the sandbox fork server failed to start ({exc}); run python -c 'import pandas'"
             ) from exc
         self.disk_maker_pid = greeting.get("disk_maker")
+        self.cgroups_error = greeting.get("cgroups_error")
         atexit.register(self.close)
 
     def _answer(self, request_id: str | None, timeout_s: float) -> dict[str, Any]:
@@ -467,10 +516,11 @@ class ForkServer:
                 self._start()
         return self.run_root
 
-    def spawn(self, spec: iso.JailSpec, fds: list[int], *, isolate: bool) -> int:
+    def spawn(self, spec: iso.JailSpec, fds: list[int], *, isolate: bool) -> Spawned:
         """Fork a jailed worker that will use ``fds`` (ctrl, stdout, stderr, status, and the work-folder disk
-        when ``spec.disk``); return the monitor PID."""
-        return int(self._request({"op": "spawn", "spec": asdict(spec), "isolate": isolate}, fds)["pid"])
+        when ``spec.disk``)."""
+        reply = self._request({"op": "spawn", "spec": asdict(spec), "isolate": isolate}, fds)
+        return Spawned(int(reply["pid"]), reply.get("cgroup"))
 
     def make_disk(self, size_mb: int) -> int:
         """A size-limited tmpfs for one sandbox's work folder, mounted nowhere: a descriptor of its root

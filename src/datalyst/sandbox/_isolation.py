@@ -21,9 +21,15 @@ from dataclasses import dataclass, field
 
 from datalyst.sandbox import _linux as lx
 
-NAMESPACES = ("user", "mount", "pid", "network", "ipc", "uts")
+NAMESPACES = ("user", "mount", "pid", "network", "ipc", "uts", "cgroup")
 _UNSHARE_FLAGS = (
-    lx.CLONE_NEWUSER | lx.CLONE_NEWNS | lx.CLONE_NEWPID | lx.CLONE_NEWNET | lx.CLONE_NEWIPC | lx.CLONE_NEWUTS
+    lx.CLONE_NEWUSER
+    | lx.CLONE_NEWNS
+    | lx.CLONE_NEWPID
+    | lx.CLONE_NEWNET
+    | lx.CLONE_NEWIPC
+    | lx.CLONE_NEWUTS
+    | lx.CLONE_NEWCGROUP  # entered after the sandbox's cgroup, which becomes its root
 )
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_ENTRIES = (

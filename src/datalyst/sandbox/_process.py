@@ -92,7 +92,7 @@ class WorkerProcess:
         status_r, status_w = os.pipe()
         try:
             fds = [ctrl_worker.fileno(), out_w, err_w, status_w, *([] if disk is None else [disk])]
-            forkserver.spawn(spec, fds, isolate=isolate)
+            spawned = forkserver.spawn(spec, fds, isolate=isolate)
         except BaseException:
             ctrl_host.close()
             for fd in (out_r, err_r, status_r):
@@ -102,6 +102,7 @@ class WorkerProcess:
             for fd in (out_w, err_w, status_w):
                 os.close(fd)
             ctrl_worker.close()
+        self.cgroup = spawned.cgroup
         self.ctrl = ctrl_host
         self.stdout_fd, self.stderr_fd, self.status_fd = out_r, err_r, status_r
         for fd in (out_r, err_r, status_r):
@@ -165,7 +166,7 @@ class WorkerProcess:
         except SandboxError:
             self.close()
             raise
-        self.processes = JailProcesses(self.pid, namespaced=bool(self.report.get("namespaces")))
+        self.processes = JailProcesses(self.pid, namespaced=bool(self.report.get("namespaces")), cgroup=self.cgroup)
         ready = self.exchange(None, reply=Ready, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
         if ready.reply is None:
             self.close()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable, SandboxError
+from datalyst.sandbox._cgroup import describe as describe_cgroup
 from datalyst.sandbox._folder import copy_folder, empty_folder
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver, remove_tree
 from datalyst.sandbox._install import AutoInstaller
@@ -189,7 +190,12 @@ class Sandbox:
             if self._disk is not None
             else f"work folder on the host's disk, its total size unbounded ({self._disk_error})"
         )
-        self._isolation = _describe_isolation(worker, reason, folder)
+        group = (
+            describe_cgroup(worker.cgroup)
+            if worker.cgroup is not None
+            else f"no cgroup of its own ({self._forkserver.cgroups_error or 'not reported'})"
+        )
+        self._isolation = _describe_isolation(worker, reason, folder, group)
         return worker
 
     @property
@@ -425,18 +431,18 @@ def _replay_mismatch(history: list[_Step], errors: list[str | None] | None) -> s
     return ""
 
 
-def _describe_isolation(worker: WorkerProcess, reason: str, folder: str) -> str:
+def _describe_isolation(worker: WorkerProcess, reason: str, folder: str, group: str) -> str:
     report = worker.report
     limits = ", ".join(report.get("limits", []))
     if report.get("namespaces"):
         return (
             f"namespaces: {', '.join(report['namespaces'])}; private read-only root with only the Python "
             f"installation and the work folder; {folder}; data files read-only; no capabilities; "
-            f"{describe_seccomp(report)}; limits: {limits}; scrubbed environment; wall-clock watchdog"
+            f"{describe_seccomp(report)}; limits: {limits}; {group}; scrubbed environment; wall-clock watchdog"
         )
     return (
         f"DEGRADED ({reason}): {_NOT_ENFORCED}; {describe_seccomp(report)}; "
-        f"limits: {limits}; scrubbed environment; wall-clock watchdog"
+        f"limits: {limits}; {group}; scrubbed environment; wall-clock watchdog"
     )
 
 

@@ -1,9 +1,10 @@
 """The processes of one jail, seen from the host: the CPU time they use, and stopping them between cells.
 
-Everything here reads the host's ``/proc``, so nothing the jail says is trusted. A process counts as
-the jail's when it is the worker or descends from it (``/proc/PID/task/TID/children``); with a PID
-namespace it must also be in the worker's, so a PID the host reused for something else is never
-touched. Signals go through pidfds, so a process that exits meanwhile cannot be mistaken for another.
+Everything here reads the host's ``/proc`` (or the jail's cgroup), so nothing the jail says is trusted.
+A process counts as the jail's when it is the worker or descends from it
+(``/proc/PID/task/TID/children``); with a PID namespace it must also be in the worker's, so a PID the
+host reused for something else is never touched. Signals go through pidfds, so a process that exits
+meanwhile cannot be mistaken for another.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
+
+from datalyst.sandbox import _cgroup as cgroup
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -33,10 +36,12 @@ def _pid_namespace(pid: int) -> str | None:
 
 
 class JailProcesses:
-    """The worker ``pid`` and everything it started (``namespaced``: the worker leads a PID namespace)."""
+    """The worker ``pid`` and everything it started (``namespaced``: the worker leads a PID namespace;
+    ``cgroup``: the sandbox's own cgroup, where it has one)."""
 
-    def __init__(self, pid: int, *, namespaced: bool, limit: int = 4096) -> None:
+    def __init__(self, pid: int, *, namespaced: bool, cgroup: str | None = None, limit: int = 4096) -> None:
         self.pid = pid
+        self.cgroup = cgroup
         self.limit = limit
         self._namespace = _pid_namespace(pid) if namespaced else None
 
@@ -52,7 +57,10 @@ class JailProcesses:
             queue.extend(_children(pid))
 
     def cpu_s(self) -> float:
-        """CPU seconds the jail's processes have used, those that exited and were waited for included."""
+        """CPU seconds the jail's processes have used: in a cgroup, all of them; otherwise those alive and
+        those that exited and were waited for."""
+        if self.cgroup is not None:
+            return cgroup.cpu_usage_s(self.cgroup)
         ticks = 0
         for pid in self._members():
             with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/stat") as f:
