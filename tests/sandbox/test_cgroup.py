@@ -1,8 +1,9 @@
 """Cgroup v2 per sandbox: the limits written, taking over a delegated cgroup, and real sandboxes in cgroups.
 
-The real-sandbox tests need a cgroup v2 tree this user may write to (here: root, on the hierarchy's
-root, where no controller is delegated, so they check placement, accounting, cleanup and the kill of
-escaped processes; the limits themselves are checked as the values written).
+The real-sandbox tests name the cgroup this process runs in as ``DATALYST_CGROUP`` where this user
+may write to it (here: root, on the hierarchy's root, where no controller is delegated, so they check
+placement, accounting, clean-up and the kill of escaped processes; the limits themselves are checked
+as the values written).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from datalyst.sandbox import Limits, Sandbox
+from datalyst.sandbox import ForkServer, Limits, Sandbox
 from datalyst.sandbox import _cgroup as cgroup
 
 LIMITS = Limits(wall_s=20, cpu_s=15, tmp_mb=8)
@@ -21,11 +22,22 @@ WAIT_S = 10.0
 """Bound on waiting for the kernel to end a process (a failure bound, not a timing check)."""
 
 
-def _usable() -> bool:
-    return isinstance(cgroup.find_parent(set()), cgroup.Parent)  # no PIDs of ours: never moves anything
+OWN = cgroup.own_cgroup()
+needs_cgroups = pytest.mark.skipif(
+    OWN is None or not isinstance(cgroup.find_parent(set(), OWN), cgroup.Parent),
+    reason="no writable cgroup v2 tree on this machine",
+)
 
 
-needs_cgroups = pytest.mark.skipif(not _usable(), reason="no writable cgroup v2 tree on this machine")
+@pytest.fixture(scope="module")
+def server():
+    """A fork server told to make sandbox cgroups below this process's own cgroup."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(cgroup.ENV, str(OWN))
+        fs = ForkServer()
+        fs.ensure_run_root()
+    yield fs
+    fs.close()
 
 
 # ---------------------------------------------------------------- the values written
@@ -87,6 +99,15 @@ def test_an_unusable_explicit_cgroup_is_explained(tmp_path):
     assert "not writable" in cgroup.find_parent(set(), str(tmp_path / "missing"))
 
 
+def test_a_parent_without_controllers_is_used_only_when_named(tmp_path):
+    (tmp_path / "cgroup.subtree_control").write_text("io\n")
+    (tmp_path / "cgroup.procs").write_text("")
+    assert cgroup.find_parent(set(), str(tmp_path)) == cgroup.Parent(str(tmp_path), ())
+    leaf = tmp_path / cgroup.HOST_LEAF
+    leaf.mkdir()
+    assert "hands its children none of the memory, pids, cpu controllers" in cgroup.adopt(str(leaf), {1})
+
+
 # ---------------------------------------------------------------- real sandboxes
 
 
@@ -108,8 +129,11 @@ def _gone(pid: int) -> bool:
 
 
 @needs_cgroups
-def test_each_sandbox_has_a_cgroup_that_counts_all_its_cpu_and_goes_with_it():
-    with Sandbox(limits=LIMITS, screen_code=False) as first, Sandbox(limits=LIMITS) as second:
+def test_each_sandbox_has_a_cgroup_that_counts_all_its_cpu_and_goes_with_it(server):
+    with (
+        Sandbox(limits=LIMITS, screen_code=False, forkserver=server) as first,
+        Sandbox(limits=LIMITS, forkserver=server) as second,
+    ):
         assert "a cgroup of its own" in first.isolation and "a cgroup of its own" in second.isolation
         worker = first._worker
         assert worker is not None and worker.cgroup is not None and os.path.isdir(worker.cgroup)
@@ -137,8 +161,9 @@ def test_each_sandbox_has_a_cgroup_that_counts_all_its_cpu_and_goes_with_it():
 
 
 @needs_cgroups
-def test_without_namespaces_the_cgroup_still_ends_processes_that_left_the_session():
-    with Sandbox(limits=LIMITS, screen_code=False, use_namespaces=False, require_isolation=False) as sb:
+def test_without_namespaces_the_cgroup_still_ends_processes_that_left_the_session(server):
+    options = {"screen_code": False, "use_namespaces": False, "require_isolation": False, "forkserver": server}
+    with Sandbox(limits=LIMITS, **options) as sb:
         assert "a cgroup of its own" in sb.isolation
         result = sb.run_python(
             "import subprocess\nprint(subprocess.Popen(['sleep', '600'], start_new_session=True).pid)"

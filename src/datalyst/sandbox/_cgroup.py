@@ -1,16 +1,18 @@
 """Cgroup v2 bounds on whole sandboxes, where the machine lets datalyst manage a cgroup tree.
 
 Each sandbox gets a cgroup of its own that holds its monitor, and so its worker and everything the
-worker starts. Where the parent hands children the controllers, ``memory.max``, ``pids.max`` and
-``cpu.max`` bound the trajectory as a whole (pages of its tmpfs folders count as its memory); with or
-without them, ``cpu.stat`` counts the CPU time of all its processes, exited ones included.
+worker starts: ``memory.max``, ``pids.max`` and ``cpu.max`` bound the trajectory as a whole (pages of
+its tmpfs folders count as its memory), ``cpu.stat`` counts the CPU time of all its processes, exited
+ones included, and what is left in it when the sandbox ends is killed.
 
 The parent is ``$DATALYST_CGROUP`` when set (a cgroup prepared for datalyst, with the controllers
-enabled in its ``cgroup.subtree_control``). Otherwise it is the cgroup the host runs in, if this
-process may write to it and it is either the root of the hierarchy or a delegated cgroup that holds
-nothing but the host and its fork server (``systemd-run --user -p Delegate=yes ...``, or a container
-whose only program is datalyst): those then move into a leaf, ``datalyst-host``, because cgroup v2
-lets a cgroup hand controllers to its children only while it holds no process itself.
+enabled in its ``cgroup.subtree_control``; used even with none). Otherwise it is the cgroup the host
+runs in, if this process may write to it, it hands children at least one of the controllers (moving
+a process into a cgroup costs an RCU grace period, 6-20 ms, so it is paid only where it bounds
+something), and it is the hierarchy's root or a delegated cgroup that holds nothing but the host and
+its fork server (``systemd-run --user -p Delegate=yes ...``, or a container whose only program is
+datalyst): those then move into a leaf, ``datalyst-host``, because cgroup v2 lets a cgroup hand
+controllers to its children only while it holds no process itself.
 """
 
 from __future__ import annotations
@@ -71,9 +73,11 @@ def find_parent(ours: set[int], explicit: str | None = None) -> Parent | str:
             return "no cgroup v2 hierarchy is mounted"
         if not os.access(os.path.join(path, "cgroup.procs"), os.W_OK) or not os.access(path, os.W_OK):
             return f"the cgroup {path} is not writable by this user" + ("" if explicit else f"; set {ENV}")
-        if explicit or not os.path.exists(os.path.join(path, "cgroup.type")):  # given, or the root
+        if explicit:
             return Parent(path, _enabled(path))
-        return adopt(path, ours)
+        if os.path.exists(os.path.join(path, "cgroup.type")):  # not the root
+            return adopt(path, ours)
+        return _with_controllers(Parent(path, _enabled(path)))
     except OSError as exc:
         return f"cgroup set-up failed ({exc.strerror or exc})"
 
@@ -82,7 +86,7 @@ def adopt(path: str, ours: set[int]) -> Parent | str:
     """Make the host's own delegated cgroup at ``path`` the parent, moving ``ours`` into a leaf below it; or
     say why it cannot be (it holds other programs, or has none of the controllers). OSError on a failed write."""
     if os.path.basename(path) == HOST_LEAF:  # an earlier fork server of this host set the parent up
-        return Parent(os.path.dirname(path), _enabled(os.path.dirname(path)))
+        return _with_controllers(Parent(os.path.dirname(path), _enabled(os.path.dirname(path))))
     available = [c for c in CONTROLLERS if c in _read(os.path.join(path, "cgroup.controllers")).split()]
     if not available:
         return f"the cgroup {path} was given none of the {', '.join(CONTROLLERS)} controllers"
@@ -96,6 +100,12 @@ def adopt(path: str, ours: set[int]) -> Parent | str:
             _write(os.path.join(leaf, "cgroup.procs"), str(pid))
     _write(os.path.join(path, "cgroup.subtree_control"), " ".join(f"+{c}" for c in available))
     return Parent(path, _enabled(path))
+
+
+def _with_controllers(parent: Parent) -> Parent | str:
+    if parent.controllers:
+        return parent
+    return f"the cgroup {parent.path} hands its children none of the {', '.join(CONTROLLERS)} controllers"
 
 
 def limit_values(limits: dict[str, float], controllers: tuple[str, ...]) -> dict[str, str]:
