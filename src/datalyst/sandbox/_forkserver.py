@@ -195,7 +195,9 @@ def _run_worker(
             lx.drop_all_capabilities()
         else:
             lx.prctl(lx.PR_SET_NO_NEW_PRIVS, 1)
-        report = {"namespaces": list(iso.NAMESPACES) if isolated else [], "limits": layers}
+        report: dict[str, Any] = {"namespaces": list(iso.NAMESPACES) if isolated else [], "limits": layers}
+        if not isolated:
+            report |= iso.confine_without_namespaces(spec)
         report |= seccomp.install_and_report()  # with no_new_privs set, and before any model code
         os.write(status, _line({"jailed": report}))
         close_fds_except({ctrl})

@@ -19,6 +19,7 @@ import resource
 import sys
 from dataclasses import dataclass, field
 
+from datalyst.sandbox import _landlock as landlock
 from datalyst.sandbox import _linux as lx
 
 NAMESPACES = ("user", "mount", "pid", "network", "ipc", "uts", "cgroup")
@@ -210,6 +211,17 @@ def build_root(spec: JailSpec, disk: int | None) -> None:
     lx.umount(".", lx.MNT_DETACH)
     os.chdir("/")
     lx.mount(None, "/", None, lx.MS_REMOUNT | lx.MS_BIND | lx.MS_RDONLY | lx.MS_NOSUID | lx.MS_NODEV)
+
+
+def confine_without_namespaces(spec: JailSpec) -> dict[str, str]:
+    """Landlock in place of the mount and network namespaces (needs ``no_new_privs``): the report's
+    ``landlock`` (what holds) or ``landlock_error`` (why nothing does)."""
+    read_only = [*_SYSTEM_DIRS, *spec.readonly_dirs, *(f"/etc/{name}" for name in _ETC_ENTRIES)]
+    read_write = [spec.workdir, *(f"/dev/{name}" for name in _DEVICES)]
+    try:
+        return {"landlock": landlock.confine(read_only, read_write)}
+    except OSError as exc:
+        return {"landlock_error": exc.strerror or str(exc)}
 
 
 def become_mapped_root() -> None:

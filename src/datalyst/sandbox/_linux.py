@@ -40,29 +40,29 @@ _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _check(result: int, what: str) -> None:
+def check(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
 def unshare(flags: int) -> None:
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+    check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = [None if s is None else s.encode() for s in (source, target, fstype, data)]
-    _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
+    check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
 
 
 def umount(target: str, flags: int = 0) -> None:
-    _check(_libc.umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
+    check(_libc.umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
 
 
 def pivot_root(new_root: str, put_old: str) -> None:
     if _SYS_PIVOT_ROOT is None:
         raise OSError(38, f"pivot_root: unsupported architecture {platform.machine()}")
-    _check(_libc.syscall(_SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
+    check(_libc.syscall(_SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
 
 
 # The mount API of Linux 5.2, numbered alike on every architecture.
@@ -73,7 +73,7 @@ _OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOVE_MOUNT_F_EMPTY_PATH, _AT_FDCWD = 1, 0x100
 
 def _fd(result: int, what: str) -> int:
     if result < 0:
-        _check(result, what)
+        check(result, what)
     return result
 
 
@@ -84,8 +84,8 @@ def new_tmpfs(options: dict[str, str]) -> int:
     context = _fd(_libc.syscall(_SYS_FSOPEN, b"tmpfs", ctypes.c_uint(1)), "fsopen tmpfs")  # FSOPEN_CLOEXEC
     try:
         for key, value in options.items():
-            _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, key.encode(), value.encode(), 0), key)
-        _check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0), "create tmpfs")
+            check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, key.encode(), value.encode(), 0), key)
+        check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0), "create tmpfs")
         return _fd(_libc.syscall(_SYS_FSMOUNT, context, ctypes.c_uint(1), ctypes.c_uint(0)), "fsmount")
     finally:
         os.close(context)
@@ -98,14 +98,14 @@ def attach_copy(mount_fd: int, target: str) -> None:
     copy = _fd(_libc.syscall(_SYS_OPEN_TREE, mount_fd, b"", ctypes.c_uint(flags)), "open_tree")
     try:
         moved = _libc.syscall(_SYS_MOVE_MOUNT, copy, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH)
-        _check(moved, f"move_mount {target}")
+        check(moved, f"move_mount {target}")
     finally:
         os.close(copy)
 
 
 def prctl(option: int, arg2: int = 0) -> None:
     zero = ctypes.c_ulong(0)
-    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), zero, zero, zero), f"prctl {option}")
+    check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), zero, zero, zero), f"prctl {option}")
 
 
 class _CapHeader(ctypes.Structure):
@@ -129,7 +129,7 @@ def drop_all_capabilities() -> None:
         prctl(PR_CAPBSET_DROP, cap)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 

@@ -440,23 +440,33 @@ def _describe_isolation(worker: WorkerProcess, reason: str, folder: str, group: 
             f"installation and the work folder; {folder}; data files read-only; no capabilities; "
             f"{describe_seccomp(report)}; limits: {limits}; {group}; scrubbed environment; wall-clock watchdog"
         )
+    landlock = report.get("landlock") or f"no Landlock ({report.get('landlock_error', 'not reported')})"
     return (
-        f"DEGRADED ({reason}): {_NOT_ENFORCED}; {describe_seccomp(report)}; "
+        f"DEGRADED ({reason}): {_open_without_namespaces(report)}; {landlock}; {describe_seccomp(report)}; "
         f"limits: {limits}; {group}; scrubbed environment; wall-clock watchdog"
     )
 
 
-_NOT_ENFORCED = (
-    "NOT enforced: no network isolation, host files readable and writable as this user, "
-    "host processes visible (their environments too), no process-count limit"
-)
+def _open_without_namespaces(report: dict[str, Any]) -> str:
+    """What a worker without namespaces leaves open, with Landlock in their place or without it."""
+    if report.get("landlock"):
+        return (
+            "NOT enforced: UDP and Unix sockets with a path, host processes visible (not their environments), "
+            "data files writable where datalyst runs as root, no process-count limit"
+        )
+    return (
+        "NOT enforced: no network isolation, host files readable and writable as this user, "
+        "host processes visible (their environments too), no process-count limit"
+    )
+
+
 _warned: set[str] = set()
 
 
 def _missing_layer(report: dict[str, Any], namespaces_reason: str, disk_error: str = "") -> tuple[str, str]:
     """Why a started worker is not fully isolated, and what that leaves open (empty when it is isolated)."""
     if not report.get("namespaces"):
-        return namespaces_reason, _NOT_ENFORCED
+        return namespaces_reason, _open_without_namespaces(report)
     if disk_error:
         return f"no size-limited work folder ({disk_error})", "NOT enforced: the work folder's total size"
     if report.get("seccomp") is not True:
