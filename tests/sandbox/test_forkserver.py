@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -116,6 +117,23 @@ def test_a_monitor_that_never_answers_its_handshake_is_killed(tmp_path, monkeypa
     assert os.WIFSIGNALED(status), "the stuck monitor was not killed"
     for r, _ in pipes:
         os.close(r)
+
+
+def test_a_late_answer_of_the_disk_maker_is_not_taken_for_the_next_request():
+    """``_disk`` runs here, in the test process, against a stand-in disk maker that answers late."""
+    server_end, maker_end = socket.socketpair()
+    host_end, host_far = socket.socketpair()
+    with server_end, maker_end, host_end:
+
+        def maker() -> None:
+            request, fds = _forkserver.recv_frame_with_fds(maker_end, 1)
+            for fd in fds:
+                os.close(fd)
+            send_frame(maker_end, {"error": "a late answer to an earlier request", "id": "earlier"})
+            send_frame(maker_end, {"ok": True, "id": request["id"]})
+
+        threading.Thread(target=maker, daemon=True).start()
+        assert _forkserver._disk(server_end, {"size_mb": 8}, [host_far.detach()]) == {"ok": True, "id": ANY}
 
 
 # ---------------------------------------------------------------- the host's side

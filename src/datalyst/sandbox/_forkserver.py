@@ -401,7 +401,7 @@ def _run_disk_maker(sock: socket.socket) -> None:
         finally:
             for fd in fds:
                 os.close(fd)
-        send_frame(sock, reply)
+        send_frame(sock, {**reply, "id": request.get("id")})
 
 
 def _disk(maker: socket.socket | str, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -413,10 +413,16 @@ def _disk(maker: socket.socket | str, request: dict[str, Any], fds: list[int]) -
         if not isinstance(size_mb, int) or size_mb < 1 or len(fds) != 1:
             return {"error": "malformed disk request (an integer size_mb and one socket expected)"}
         owner = iso.NOBODY if iso.jail_identity()[0] != os.geteuid() else 0  # the jail's root, in the disk's terms
-        maker.settimeout(HANDSHAKE_TIMEOUT_S)
+        request_id = secrets.token_hex(8)
+        deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
         try:
-            send_frame(maker, {"size_mb": size_mb, "owner": owner}, fds)
-            return recv_frame(maker)
+            maker.settimeout(HANDSHAKE_TIMEOUT_S)
+            send_frame(maker, {"size_mb": size_mb, "owner": owner, "id": request_id}, fds)
+            while True:  # a late answer to a request given up on is skipped
+                maker.settimeout(max(deadline - time.monotonic(), 0.001))
+                reply = recv_frame(maker)
+                if reply.get("id") == request_id:
+                    return reply
         except (OSError, WireError) as exc:
             return {"error": f"the disk maker did not answer ({exc})"}
     finally:
