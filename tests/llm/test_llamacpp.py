@@ -7,7 +7,6 @@ folder; tests marked ``model`` skip when there is none or when llama-cpp-python 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from datalyst.llm._base import ChatMessage, Role, SamplingParams, ScoringModel
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._llamacpp import LlamaCppModel
 from datalyst.llm._spec import ModelSpec
-from datalyst.paths import cache_dir
 
 N_CTX_TOKENS = 512
 QUESTION = [
@@ -27,20 +25,9 @@ QUESTION = [
 ]
 
 
-def _test_gguf() -> Path | None:
-    if explicit := os.environ.get("DATALYST_TEST_GGUF"):
-        return Path(explicit)
-    found = sorted((cache_dir() / "models").glob("**/*.gguf"), key=lambda path: path.stat().st_size)
-    return found[0] if found else None
-
-
 @pytest.fixture(scope="module")
-def model() -> LlamaCppModel:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'datalyst[llamacpp]')")
-    path = _test_gguf()
-    if path is None:
-        pytest.skip(f"no GGUF model: set DATALYST_TEST_GGUF or put one in {cache_dir() / 'models'}")
-    loaded = LlamaCppModel(path, n_ctx_tokens=N_CTX_TOKENS)
+def model(test_gguf: Path) -> LlamaCppModel:
+    loaded = LlamaCppModel(test_gguf, n_ctx_tokens=N_CTX_TOKENS)
     yield loaded
     loaded.close()
 
@@ -125,16 +112,8 @@ def test_concurrent_calls_queue_on_the_model(model):
 
 
 @pytest.mark.model
-def test_a_cancelled_call_stops_its_generation(model, monkeypatch):
-    generated: list[int] = []  # tokens of every generation, including the abandoned one
-    generate_one = model._generate_one
-
-    def recording(*args):
-        completion = generate_one(*args)
-        generated.append(completion.completion_tokens)
-        return completion
-
-    monkeypatch.setattr(model, "_generate_one", recording)
+def test_a_cancelled_call_stops_its_generation(model):
+    decodes = model.engine.stats.decodes
 
     async def cancel_then_ask() -> list:
         counting = [ChatMessage(role=Role.USER, content="Count from 1 to 300, separated by commas.")]
@@ -144,7 +123,7 @@ def test_a_cancelled_call_stops_its_generation(model, monkeypatch):
 
     [answer] = asyncio.run(cancel_then_ask())
     assert answer.completion_tokens == 2
-    assert len(generated) == 2 and generated[0] < 400  # the abandoned generation stopped at a token, not at 400
+    assert model.engine.stats.decodes - decodes < 400  # the abandoned generation stopped at a token, not at 400
 
 
 @pytest.mark.model

@@ -37,7 +37,7 @@ __all__ = ["NEUTRAL_OPTIONS", "CachedModel", "cache_key", "is_cacheable", "model
 
 CACHE_FORMAT = "datalyst-completion-cache-2"
 """Part of every key: changing it (when the entry layout or the key changes) starts a fresh cache."""
-NEUTRAL_OPTIONS = frozenset({"max_concurrency", "timeout_s", "max_retries", "n_threads", "n_batch"})
+NEUTRAL_OPTIONS = frozenset({"max_concurrency", "timeout_s", "max_retries", "n_threads", "n_batch", "parallel"})
 """Spec options that change how a model runs, not what it answers; they are left out of the key."""
 
 logger = logging.getLogger(__name__)

@@ -1,33 +1,34 @@
 """Chat models from a local GGUF file, run in this process by llama.cpp (``llama-cpp-python``).
 
 The prompt is rendered with the chat template stored in the GGUF itself (``tokenizer.chat_template``,
-through :class:`GGUFTokenizer`), so the model sees the format it was trained on. One ``Llama`` instance
-is not thread-safe: calls queue on a lock and run one at a time in a worker thread, which keeps the
-event loop free meanwhile.
+through :class:`GGUFTokenizer`), so the model sees the format it was trained on. Calls from any number
+of trajectories go to one :class:`~datalyst.llm._batching.BatchEngine`, which decodes their sequences
+together (continuous batching over llama.cpp's batch API) and reuses cached prompt prefixes: the
+earlier turns of a trajectory, and what the samples and trials of one task share.
 
-Sampling is plain temperature and top-p (llama.cpp's extra defaults, top-k 40, min-p 0.05 and a
-repeat penalty, are switched off); temperature 0 is greedy decoding. Tokens are taken one at a time,
-so the completion's ids are exactly the sampled ones and its text is their decoding; generation ends
-at the token that completes a stop string, which the text keeps whole. Log-probabilities are those of
-the model's raw distribution, read from the last logits after each token, so they need no ``logits_all``;
-scoring a given continuation feeds its tokens one at a time the same way, so its log-probabilities
-are the ones generation would report.
+Sampling is plain temperature and top-p (no top-k, min-p or repeat penalty); temperature 0 is greedy
+decoding. The completion's ids are exactly the sampled ones and its text their decoding; generation
+ends at the token that completes a stop string, which the text keeps whole. Log-probabilities are
+those of the model's raw distribution at each step; scoring a given continuation reads it in one pass
+and reports the same values.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import ctypes
 import os
+import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
-from datalyst.llm._base import Completion, SamplingParams, TokenLogprob, find_stop
-from datalyst.llm._gguf import GGUFTokenizer, Spelling, check_gguf, import_llama_cpp
-from datalyst.llm._local import LocalModel
+from datalyst.llm._base import ChatMessage, Completion, SamplingParams
+from datalyst.llm._batching import BatchEngine, Job
+from datalyst.llm._gguf import GGUFTokenizer, check_gguf, import_llama_cpp
+from datalyst.llm._local import LocalModel, seeds
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["LlamaCppModel"]
@@ -36,16 +37,17 @@ DEFAULT_N_CTX_TOKENS = 8192
 """Context size when none is given, lowered to the model's trained context when that is shorter."""
 MIN_N_CTX_TOKENS = 64
 DEFAULT_N_BATCH_TOKENS = 512
+DEFAULT_PARALLEL = 4
+"""Sequences decoded together; the KV cache holds ``n_ctx`` tokens for each."""
 
 
 class LlamaCppModel(LocalModel):
     """A GGUF chat model loaded in process; ``await model.agenerate(messages, params)`` like any ChatModel.
 
-    ``n_ctx_tokens`` None means 8192, or the trained context if shorter. ``n_threads`` None means one
-    less than the cores this process may use (at least one): llama.cpp's threads spin while they wait
-    for each other, so a pool that competes with other busy processes (the sandbox, a test run) slows
-    down many times over, while one spare core costs little. Loading happens in the constructor
-    (under a second for small models).
+    ``n_ctx_tokens`` (per sequence) None means 8192, or the trained context if shorter. ``n_threads`` None
+    means every core this process may use. ``parallel`` sequences are decoded together: calls from that
+    many trajectories at once share each forward pass (more wait for a free sequence); the KV cache
+    holds ``n_ctx_tokens`` for each. Loading happens in the constructor (under a second for small models).
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class LlamaCppModel(LocalModel):
         n_ctx_tokens: int | None = None,
         n_threads: int | None = None,
         n_batch_tokens: int = DEFAULT_N_BATCH_TOKENS,
+        parallel: int = DEFAULT_PARALLEL,
         spec: str | None = None,
     ) -> None:
         super().__init__()
@@ -65,158 +68,117 @@ class LlamaCppModel(LocalModel):
                 f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
             )
         if n_threads is not None and n_threads < 1:
-            raise ConfigError(f"n_threads={n_threads} must be at least 1; leave it unset for one less than the cores")
+            raise ConfigError(f"n_threads={n_threads} must be at least 1; leave it unset for every core")
         if n_batch_tokens < 1:
             raise ConfigError(f"n_batch={n_batch_tokens} must be at least 1; leave it unset ({DEFAULT_N_BATCH_TOKENS})")
+        if parallel < 1:
+            raise ConfigError(f"parallel={parallel} must be at least 1; leave it unset ({DEFAULT_PARALLEL})")
         check_gguf(self.path)
-        llama_cpp = import_llama_cpp()
+        lib = import_llama_cpp()
         self.chat_tokenizer: GGUFTokenizer = GGUFTokenizer(self.path)
         """The GGUF's chat template and vocabulary (loaded apart from the weights, so it outlives ``close``)."""
-        threads = n_threads or _default_threads()
-        try:
-            self._llama: Any = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=n_ctx_tokens or DEFAULT_N_CTX_TOKENS,
-                n_batch=n_batch_tokens,
-                n_threads=threads,
-                n_threads_batch=threads,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
+        self._lib = lib
+        _log_errors_only(lib)
+        self._model = lib.llama_model_load_from_file(str(self.path).encode(), lib.llama_model_default_params())
+        if not self._model:
             raise ModelUnavailable(
-                f"llama.cpp cannot load {self.path} ({exc}); the file may be truncated or use an architecture "
+                f"llama.cpp cannot load {self.path}; the file may be truncated or use an architecture "
                 "this llama-cpp-python does not know: re-download it or upgrade llama-cpp-python"
-            ) from exc
-        self._logits = _last_logits_reader(llama_cpp, self._llama)
-        trained = _trained_context_tokens(self._llama)
-        self.n_ctx_tokens: int = self._llama.n_ctx()
-        """Prompt plus completion tokens that fit; more raises :class:`ContextOverflow`."""
-        if n_ctx_tokens is None and trained:
-            self.n_ctx_tokens = min(self.n_ctx_tokens, trained)
+            )
+        trained = lib.llama_model_n_ctx_train(self._model)
+        self.n_ctx_tokens: int = n_ctx_tokens or min(DEFAULT_N_CTX_TOKENS, trained or DEFAULT_N_CTX_TOKENS)
+        """Prompt plus completion tokens that fit in one sequence; more raises :class:`ContextOverflow`."""
+        self.n_threads: int = n_threads or _default_threads()
+        self.parallel = parallel
+        params = lib.llama_context_default_params()
+        params.n_ctx = self.n_ctx_tokens * parallel
+        params.n_batch = params.n_ubatch = n_batch_tokens
+        params.n_seq_max = parallel
+        params.n_threads = params.n_threads_batch = self.n_threads
+        params.kv_unified = True  # sequences share cells, so a copied prefix costs no memory
+        params.no_perf = True
+        context = lib.llama_init_from_model(self._model, params)
+        if not context:
+            lib.llama_model_free(self._model)
+            raise ModelUnavailable(
+                f"llama.cpp could not make a context of {params.n_ctx} tokens for {self.path.name} "
+                "(out of memory?); lower n_ctx or parallel"
+            )
+        self._context = context
+        n_vocab = lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(self._model))
+        self.engine = BatchEngine(
+            lib, context, self.chat_tokenizer, n_slots=parallel, n_batch=n_batch_tokens, n_vocab=n_vocab
+        )
+        """The batching engine; ``engine.stats`` counts what it evaluated, reused and batched."""
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LlamaCppModel:
-        """Build from ``gguf:PATH``; options: n_ctx, n_threads, n_batch (all in tokens or threads)."""
-        options = spec.check_options({"n_ctx": int, "n_threads": int, "n_batch": int})
+        """Build from ``gguf:PATH``; options: n_ctx, n_threads, n_batch, parallel."""
+        options = spec.check_options({"n_ctx": int, "n_threads": int, "n_batch": int, "parallel": int})
         return cls(
             spec.target,
             n_ctx_tokens=options.get("n_ctx"),
             n_threads=options.get("n_threads"),
             n_batch_tokens=options.get("n_batch", DEFAULT_N_BATCH_TOKENS),
+            parallel=options.get("parallel", DEFAULT_PARALLEL),
             spec=str(spec),
         )
 
     def _is_loaded(self) -> bool:
-        return self._llama is not None
+        return self._context is not None
 
     def _release(self) -> None:
-        self._llama.close()
-        self._llama = None
+        self.engine.close()
+        self._lib.llama_free(self._context)
+        self._lib.llama_model_free(self._model)
+        self._context = self._model = None
 
-    def _generate_one(
-        self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
+    async def _agenerate(
+        self, messages: list[ChatMessage], params: SamplingParams, cancelled: threading.Event
+    ) -> list[Completion]:
+        prompt = self._prompt(messages, params.max_tokens, "max_tokens")
+        jobs = [Job(prompt, params, seed, cancelled) for seed in seeds(params)]
+        return await self._run(jobs)
+
+    async def _ascore(
+        self, messages: list[ChatMessage], continuation: str | Sequence[int], cancelled: threading.Event
     ) -> Completion:
-        llama, tokenizer = self._llama, self.chat_tokenizer
-        llama.set_seed(0 if seed is None else seed)  # greedy decoding ignores it
-        longest_stop = max((len(stop) for stop in params.stop), default=0)
-        spelling = Spelling()
-        ids: list[int] = []
-        logprobs: list[TokenLogprob] | None = [] if params.logprobs else None
-        finish_reason, stop = "length", None
-        generator = llama.generate(
-            prompt,
-            temp=params.temperature,
-            top_p=params.top_p,
-            top_k=0,
-            min_p=0.0,
-            typical_p=1.0,
-            repeat_penalty=1.0,
-        )
+        prompt, ids = self._score_request(messages, continuation)
+        if not ids:
+            return self._scored(prompt, continuation, ids, [])
+        job = Job(prompt, SamplingParams(max_tokens=1), None, cancelled, score=ids)
+        (values,) = await self._run([job])
+        return self._scored(prompt, continuation, ids, values)
+
+    async def _run(self, jobs: list[Job]) -> list[Any]:
         try:
-            with contextlib.closing(generator):
-                for token in generator:
-                    if cancelled.is_set():
-                        finish_reason = "cancelled"
-                        break
-                    if tokenizer.ends_generation(token):
-                        finish_reason = "stop"
-                        break
-                    ids.append(token)
-                    if logprobs is not None:
-                        logprobs.append(TokenLogprob(token=tokenizer.decode([token]), logprob=self._logprob(token)))
-                    searched_from = max(0, len(spelling.text) - longest_stop + 1)
-                    spelling.add(tokenizer.token_bytes(token))
-                    if (hit := find_stop(spelling.text, params.stop, searched_from)) is not None:
-                        finish_reason, stop = "stop", hit[1]
-                        break
-                    if len(ids) >= params.max_tokens:
-                        break
-        except RuntimeError as exc:  # llama_decode failed
-            raise self._failed(exc) from exc
-        text, offsets = spelling.finish()
-        return Completion(
-            text=text,
-            finish_reason=finish_reason,
-            stop=stop,
-            prompt_tokens=len(prompt),
-            completion_tokens=len(ids),
-            token_ids=ids,
-            offsets=offsets,
-            logprobs=logprobs,
-        )
+            return await asyncio.gather(*(asyncio.wrap_future(self.engine.submit(job)) for job in jobs))
+        except RuntimeError as exc:  # llama_decode failed, or the model was closed meanwhile
+            raise ModelResponseError(
+                f"llama.cpp failed while running {self.path.name} ({exc}); retry, or lower n_ctx, max_tokens "
+                "or parallel"
+            ) from exc
 
-    def _score_tokens(self, prompt: list[int], tokens: list[int], cancelled: threading.Event) -> list[float]:
-        values: list[float] = []
-        try:
-            self._evaluate(prompt)
-            for index, token in enumerate(tokens):
-                if cancelled.is_set():
-                    break
-                if index:
-                    self._llama.eval([tokens[index - 1]])
-                values.append(self._logprob(token))
-        except RuntimeError as exc:
-            raise self._failed(exc) from exc
-        return values
 
-    def _evaluate(self, tokens: list[int]) -> None:
-        """Leave ``tokens`` in the context with the logits after the last one, reusing a cached prefix."""
-        llama = self._llama
-        reused = 0
-        for cached, token in zip(llama.input_ids[: llama.n_tokens], tokens[:-1], strict=False):
-            if cached != token:
-                break
-            reused += 1
-        llama.n_tokens = reused  # eval drops the cache past n_tokens first
-        llama.eval(tokens[reused:])
+_GGML_LOG_LEVEL_ERROR = 4
+_log_callback: Any = None
 
-    def _logprob(self, token: int) -> float:
-        """log p(token) under the logits that produced it (the last ones llama.cpp computed)."""
-        logits = self._logits().astype(np.float64)
-        peak = logits.max()
-        return float(logits[token] - peak - np.log(np.exp(logits - peak).sum()))
 
-    def _failed(self, exc: RuntimeError) -> ModelResponseError:
-        return ModelResponseError(
-            f"llama.cpp failed while running {self.path.name} ({exc}); retry, or lower n_ctx or max_tokens"
-        )
+def _log_errors_only(lib: Any) -> None:
+    """Let llama.cpp's log through to stderr only for errors (its warnings are about settings chosen here)."""
+    global _log_callback
+    if _log_callback is None:
+
+        def log(level: int, text: bytes, _: ctypes.c_void_p) -> None:
+            if level == _GGML_LOG_LEVEL_ERROR:
+                sys.stderr.write(text.decode(errors="replace"))
+
+        _log_callback = lib.llama_log_callback(log)
+        lib.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
 def _default_threads() -> int:
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores - 1)
-
-
-def _last_logits_reader(llama_cpp: Any, llama: Any) -> Any:
-    """A function returning (a view of) the logits of the last token llama.cpp evaluated."""
-    n_vocab = llama.n_vocab()
-    return lambda: np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llama.ctx, -1), shape=(n_vocab,))
-
-
-def _trained_context_tokens(llama: Any) -> int | None:
-    architecture = llama.metadata.get("general.architecture")
-    value = llama.metadata.get(f"{architecture}.context_length")
-    return int(value) if value and str(value).isdigit() else None
+        return os.cpu_count() or 1

@@ -30,6 +30,15 @@ SEED_MODULUS = 2**31
 """Seeds stay below 2**31: llama.cpp reads them as uint32, where 0xFFFFFFFF means "random"."""
 
 
+def seeds(params: SamplingParams) -> list[int | None]:
+    """The seed of each completion to generate: one None (greedy) at temperature 0, else ``seed + k`` for
+    completion ``k`` (a random base when ``params.seed`` is None), so a completion does not depend on ``n``."""
+    if params.temperature == 0:
+        return [None]
+    base_seed = params.seed if params.seed is not None else random.randrange(SEED_MODULUS)
+    return [(base_seed + k) % SEED_MODULUS for k in range(params.n)]
+
+
 def file_signature(path: Path) -> bytes:
     """The first bytes of a model file, to tell a GGUF (``GGUF_MAGIC``) from anything else."""
     try:
@@ -73,22 +82,37 @@ class LocalModel:
         """log p(tokens[i] | prompt + tokens[:i]) for each i, under the model's raw distribution."""
         raise NotImplementedError
 
+    async def _agenerate(
+        self, messages: list[ChatMessage], params: SamplingParams, cancelled: threading.Event
+    ) -> list[Completion]:
+        """The completions of one seed each (``seeds``); by default one call at a time, in a worker thread."""
+        async with self._loop_lock():
+            return await asyncio.to_thread(self._generate_all, messages, params, cancelled)
+
+    async def _ascore(
+        self, messages: list[ChatMessage], continuation: str | Sequence[int], cancelled: threading.Event
+    ) -> Completion:
+        async with self._loop_lock():
+            return await asyncio.to_thread(self._score, messages, continuation, cancelled)
+
     # -- shared
 
     async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
-        """``params.n`` completions, generated one after another.
+        """``params.n`` completions.
 
         With temperature 0 decoding is greedy, so one completion is generated and returned ``n`` times.
         Otherwise completion ``k`` uses seed ``seed + k`` (a random base seed when ``seed`` is None), so
         it does not depend on ``n``.
         """
         cancelled = threading.Event()
-        async with self._loop_lock():
-            try:
-                return await asyncio.to_thread(self._generate_all, list(messages), params, cancelled)
-            except asyncio.CancelledError:
-                cancelled.set()  # the worker thread stops at its next token
-                raise
+        try:
+            completions = await self._agenerate(list(messages), params, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()  # generation stops at its next token
+            raise
+        if len(completions) == params.n:
+            return completions
+        return [completions[0]] + [completions[0].model_copy(deep=True) for _ in range(params.n - 1)]  # greedy
 
     async def ascore(self, messages: Sequence[ChatMessage], continuation: str | Sequence[int]) -> Completion:
         """How likely the model finds ``continuation`` as its answer to ``messages``.
@@ -99,12 +123,11 @@ class LocalModel:
         distribution, as ``agenerate`` reports them) and ``finish_reason="scored"``.
         """
         cancelled = threading.Event()
-        async with self._loop_lock():
-            try:
-                return await asyncio.to_thread(self._score, list(messages), continuation, cancelled)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
+        try:
+            return await self._ascore(list(messages), continuation, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
 
     async def aclose(self) -> None:
         """Free the model's memory; later calls raise ModelUnavailable."""
@@ -148,11 +171,21 @@ class LocalModel:
     def _score(
         self, messages: list[ChatMessage], continuation: str | Sequence[int], cancelled: threading.Event
     ) -> Completion:
-        tokenizer = self.chat_tokenizer
         with self._thread_lock:
-            ids = tokenizer.encode(continuation) if isinstance(continuation, str) else list(continuation)
-            prompt = self._prompt(messages, len(ids), "the continuation")
-            values = self._score_tokens(prompt, ids, cancelled)
+            prompt, ids = self._score_request(messages, continuation)
+            return self._scored(prompt, continuation, ids, self._score_tokens(prompt, ids, cancelled))
+
+    def _score_request(
+        self, messages: list[ChatMessage], continuation: str | Sequence[int]
+    ) -> tuple[list[int], list[int]]:
+        """The prompt's ids and the continuation's."""
+        ids = self.chat_tokenizer.encode(continuation) if isinstance(continuation, str) else list(continuation)
+        return self._prompt(messages, len(ids), "the continuation"), ids
+
+    def _scored(
+        self, prompt: list[int], continuation: str | Sequence[int], ids: list[int], values: list[float]
+    ) -> Completion:
+        tokenizer = self.chat_tokenizer
         return Completion(
             text=continuation if isinstance(continuation, str) else tokenizer.decode(ids),
             finish_reason="scored",
@@ -171,10 +204,4 @@ class LocalModel:
     ) -> list[Completion]:
         with self._thread_lock:
             prompt = self._prompt(messages, params.max_tokens, "max_tokens")
-            if params.temperature == 0:
-                greedy = self._generate_one(prompt, params, None, cancelled)
-                return [greedy] + [greedy.model_copy(deep=True) for _ in range(params.n - 1)]
-            base_seed = params.seed if params.seed is not None else random.randrange(SEED_MODULUS)
-            return [
-                self._generate_one(prompt, params, (base_seed + k) % SEED_MODULUS, cancelled) for k in range(params.n)
-            ]
+            return [self._generate_one(prompt, params, seed, cancelled) for seed in seeds(params)]
