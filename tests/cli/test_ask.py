@@ -22,6 +22,7 @@ def test_ask_streams_the_turns_and_prints_the_answer(datalyst, replay_spec, tmp_
     assert done.returncode == 0, done.stderr
     assert "Load the file." in done.stdout and "West sells most." in done.stdout
     assert done.stdout.count("West") >= 3  # the printed result, the thought and the answer
+    assert "2 turn(s) · " in done.stdout and " tokens generated" in done.stdout and "code ran" in done.stdout
     cells = nbformat.read(notebook, as_version=4).cells
     assert [c.cell_type for c in cells].count("code") == 1 and "West" in cells[-2].source
     assert "Which region has the highest revenue?" in page.read_text()

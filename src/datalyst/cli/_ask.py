@@ -53,6 +53,7 @@ def ask_command(
         print(trajectory.model_dump_json(indent=2))
     elif trajectory.answer is None:
         console.print(f"[bold red]No answer[/] ({trajectory.termination.value} after {len(trajectory.turns)} turns)")
+    console.print(f"[dim]{_speed(trajectory)}[/]")
     raise typer.Exit(0 if trajectory.answer is not None else 1)
 
 
@@ -60,9 +61,28 @@ async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> 
     chat_model = load_model(spec)
     try:
         agent = Agent(chat_model, config)
-        return await agent.arun(task, on_turn=lambda turn: console.print(_show(turn)))
+        with console.status("[dim]the model is thinking[/]") as status:
+
+            def on_turn(turn: Turn) -> None:
+                console.print(_show(turn))
+                status.update(f"[dim]the model is thinking (turn {turn.index + 2})[/]")
+
+            return await agent.arun(task, on_turn=on_turn)
     finally:
         await chat_model.aclose()
+
+
+def _speed(trajectory: Trajectory) -> str:
+    """The footer: turns, how fast the model wrote, and where the time went."""
+    turns = trajectory.turns
+    tokens = sum(turn.completion_tokens for turn in turns)
+    generation_s = sum(turn.generation_s for turn in turns)
+    execution_s = sum(turn.execution_s for turn in turns)
+    speed = f" at {tokens / generation_s:.1f} tokens/s" if generation_s > 0 and tokens else ""
+    return (
+        f"{len(turns)} turn(s) · {tokens} tokens generated{speed} in {generation_s:.1f} s · "
+        f"code ran {execution_s:.1f} s"
+    )
 
 
 def _show(turn: Turn) -> Group | Text | Panel:

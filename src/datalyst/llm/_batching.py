@@ -85,12 +85,22 @@ class _Slot:
 
 
 class BatchEngine:
-    """Runs jobs on one llama.cpp context (``ctx``, with ``n_slots`` sequences) in a thread of its own."""
+    """Runs jobs on one llama.cpp context (``ctx``, with ``n_slots`` sequences) in a thread of its own;
+    ``threads``, when given, says before each step how many threads it may use."""
 
     def __init__(
-        self, llama_cpp: Any, ctx: Any, tokenizer: GGUFTokenizer, *, n_slots: int, n_batch: int, n_vocab: int
+        self,
+        llama_cpp: Any,
+        ctx: Any,
+        tokenizer: GGUFTokenizer,
+        *,
+        n_slots: int,
+        n_batch: int,
+        n_vocab: int,
+        threads: Callable[[], int] | None = None,
     ) -> None:
         self._lib, self._ctx, self._tokenizer = llama_cpp, ctx, tokenizer
+        self._threads, self._n_threads = threads, 0
         self._memory = llama_cpp.llama_get_memory(ctx)
         self._n_batch, self._n_vocab = n_batch, n_vocab
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
@@ -215,6 +225,9 @@ class BatchEngine:
         if n == 0:
             return
         batch.n_tokens = n
+        if self._threads is not None and (threads := self._threads()) != self._n_threads:
+            self._lib.llama_set_n_threads(self._ctx, threads, threads)
+            self._n_threads = threads
         status = self._lib.llama_decode(self._ctx, batch)
         if status != 0:
             self._failed_decode(status, plan)

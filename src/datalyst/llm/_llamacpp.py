@@ -27,6 +27,7 @@ from typing import Any
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams
 from datalyst.llm._batching import BatchEngine, Job
+from datalyst.llm._cores import FreeCores, available_cores
 from datalyst.llm._gguf import GGUFTokenizer, check_gguf, import_llama_cpp
 from datalyst.llm._local import LocalModel, seeds
 from datalyst.llm._spec import ModelKind, ModelSpec
@@ -45,9 +46,10 @@ class LlamaCppModel(LocalModel):
     """A GGUF chat model loaded in process; ``await model.agenerate(messages, params)`` like any ChatModel.
 
     ``n_ctx_tokens`` (per sequence) None means 8192, or the trained context if shorter. ``n_threads`` None
-    means every core this process may use. ``parallel`` sequences are decoded together: calls from that
-    many trajectories at once share each forward pass (more wait for a free sequence); the KV cache
-    holds ``n_ctx_tokens`` for each. Loading happens in the constructor (under a second for small models).
+    means every core this process may use that other processes do not keep busy, read again as they
+    change. ``parallel`` sequences are decoded together: calls from that many trajectories at once share
+    each forward pass (more wait for a free sequence); the KV cache holds ``n_ctx_tokens`` for each.
+    Loading happens in the constructor (under a second for small models).
     """
 
     def __init__(
@@ -88,7 +90,8 @@ class LlamaCppModel(LocalModel):
         trained = lib.llama_model_n_ctx_train(self._model)
         self.n_ctx_tokens: int = n_ctx_tokens or min(DEFAULT_N_CTX_TOKENS, trained or DEFAULT_N_CTX_TOKENS)
         """Prompt plus completion tokens that fit in one sequence; more raises :class:`ContextOverflow`."""
-        self.n_threads: int = n_threads or _default_threads()
+        self.n_threads: int = n_threads or available_cores()
+        """Threads at most; without ``n_threads`` fewer while other processes (sandboxed cells) keep cores busy."""
         self.parallel = parallel
         params = lib.llama_context_default_params()
         params.n_ctx = self.n_ctx_tokens * parallel
@@ -107,7 +110,13 @@ class LlamaCppModel(LocalModel):
         self._context = context
         n_vocab = lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(self._model))
         self.engine = BatchEngine(
-            lib, context, self.chat_tokenizer, n_slots=parallel, n_batch=n_batch_tokens, n_vocab=n_vocab
+            lib,
+            context,
+            self.chat_tokenizer,
+            n_slots=parallel,
+            n_batch=n_batch_tokens,
+            n_vocab=n_vocab,
+            threads=FreeCores(self.n_threads) if n_threads is None else None,
         )
         """The batching engine; ``engine.stats`` counts what it evaluated, reused and batched."""
 
@@ -175,10 +184,3 @@ def _log_errors_only(lib: Any) -> None:
 
         _log_callback = lib.llama_log_callback(log)
         lib.llama_log_set(_log_callback, ctypes.c_void_p(0))
-
-
-def _default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

@@ -1,0 +1,269 @@
+"""Local inference speed: our llama.cpp backend against llama.cpp's own tools, on the same GGUF and threads.
+
+    python benchmarks/inference_bench.py [--models small,tiny] [--threads N] [--json out.json]
+
+Set-up (once, cached under ``$DATALYST_CACHE/bench``): the source distribution of the installed
+llama-cpp-python is downloaded with pip, and the llama.cpp it carries is built with CMake for this
+machine (``GGML_NATIVE=ON``) into ``llama-bench`` and ``llama-batched-bench``: llama.cpp at its best on
+these cores. ``--llama-tools DIR`` uses tools built elsewhere.
+
+For each model, in one run:
+
+1. single stream: prompt-processing and generation tokens/s, ours (a cold prompt of ``--prompt-tokens``;
+   then ``--gen-tokens`` generated after that prompt) and ``llama-bench``'s;
+2. prefix reuse: time to first token of turn 1 and turn 3 of a 3-turn DABench trajectory recorded in
+   this run (our agent, the same model), turn 3 warm (after turns 1-2 and their completions) and cold;
+3. shared prefix: the prompt time of ``n = 4`` samples of one prompt against ``n = 1``;
+4. batching: aggregate generation tokens/s with 1, 2, 4 and 8 trajectories at once, ours and
+   ``llama-batched-bench``'s;
+5. while a cell runs: our generation tokens/s with one core kept busy by another process, with every
+   core's threads and with one fewer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from datalyst.agent import Agent, AgentConfig
+from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model
+from datalyst.llm._embedded import model_path
+from datalyst.llm._llamacpp import LlamaCppModel
+from datalyst.paths import cache_dir
+from datalyst.tasks import load_dabench
+
+ROOT = Path(__file__).resolve().parents[1]
+CONCURRENCY = (1, 2, 4, 8)
+
+
+# ---------------------------------------------------------------- llama.cpp's own tools
+
+
+def build_tools(where: Path) -> Path:
+    """Build llama-bench and llama-batched-bench from the installed binding's source; their folder."""
+    release = version("llama-cpp-python")
+    bin_dir = where / f"llama.cpp-{release}-native" / "build" / "bin"
+    if (bin_dir / "llama-bench").exists() and (bin_dir / "llama-batched-bench").exists():
+        return bin_dir
+    where.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=where) as download:
+        print(f"set-up: downloading the llama-cpp-python {release} source ...", flush=True)
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", download]
+        subprocess.run([*pip, f"llama-cpp-python=={release}"], check=True, capture_output=True)
+        (archive,) = Path(download).glob("*.tar.gz")
+        with tarfile.open(archive) as tar:
+            tar.extractall(download, filter="data")
+        source = next(Path(download).glob("*/vendor/llama.cpp"))
+        target = where / f"llama.cpp-{release}-native"
+        source.rename(target)
+    print("set-up: building llama-bench and llama-batched-bench (a few minutes) ...", flush=True)
+    options = ["-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"]
+    subprocess.run(["cmake", "-S", str(target), "-B", str(target / "build"), *options], check=True, capture_output=True)
+    jobs = str(len(os.sched_getaffinity(0)))
+    build = ["cmake", "--build", str(target / "build"), "-j", jobs, "--target", "llama-bench", "llama-batched-bench"]
+    subprocess.run(build, check=True, capture_output=True)
+    return bin_dir
+
+
+def llama_bench(tools: Path, gguf: Path, prompt: int, gen: int, threads: int) -> tuple[float, float]:
+    """llama-bench's prompt and generation tokens/s."""
+    command = [str(tools / "llama-bench"), "-m", str(gguf), "-p", str(prompt), "-n", str(gen)]
+    done = subprocess.run([*command, "-t", str(threads), "-r", "3", "-o", "json"], check=True, capture_output=True)
+    rows = json.loads(done.stdout)
+    pp = next(row["avg_ts"] for row in rows if row["n_prompt"] and not row["n_gen"])
+    tg = next(row["avg_ts"] for row in rows if row["n_gen"] and not row["n_prompt"])
+    return pp, tg
+
+
+def batched_bench(tools: Path, gguf: Path, gen: int, threads: int) -> dict[int, float]:
+    """llama-batched-bench's aggregate generation tokens/s for each count of sequences at once."""
+    counts = ",".join(str(k) for k in CONCURRENCY)
+    command = [str(tools / "llama-batched-bench"), "-m", str(gguf), "-c", "16384", "-b", "512", "-ub", "512"]
+    command += ["-npp", "128", "-ntg", str(gen), "-npl", counts, "-t", str(threads), "-kvu", "--output-format", "jsonl"]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return {row["pl"]: row["speed_tg"] for row in rows}
+
+
+# ---------------------------------------------------------------- our backend
+
+
+class Recorder:
+    """A chat model that passes calls through and keeps each call's messages and completion."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.spec, self.calls = model, model.spec, []
+
+    async def agenerate(self, messages: list[ChatMessage], params: SamplingParams) -> list[Completion]:
+        completions = await self.model.agenerate(messages, params)
+        self.calls.append((list(messages), completions[0]))
+        return completions
+
+    async def aclose(self) -> None:
+        pass
+
+
+def filler_prompt(tokens: int) -> list[ChatMessage]:
+    """A user message of about ``tokens`` tokens that asks for a long answer."""
+    lines = " ".join(f"Column c{i} holds values such as {i * 37 % 101} and {i * 53 % 89}." for i in range(tokens // 13))
+    return [ChatMessage(role="user", content=f"{lines}\nNow count from 1 to 1000, separated by commas.")]
+
+
+async def timed(model: Any, messages: list[ChatMessage], **params: Any) -> tuple[float, list[Completion]]:
+    started = time.perf_counter()
+    completions = await model.agenerate(messages, SamplingParams(temperature=0, **params))
+    return time.perf_counter() - started, completions
+
+
+async def single_stream(gguf: Path, threads: int, prompt_tokens: int, gen_tokens: int) -> tuple[float, float]:
+    model = LlamaCppModel(gguf, n_threads=threads, parallel=1)
+    try:
+        messages = filler_prompt(prompt_tokens)
+        seconds, [first] = await timed(model, messages, max_tokens=1)
+        pp = first.prompt_tokens / seconds
+        seconds, [long] = await timed(model, messages, max_tokens=gen_tokens)  # the prompt is cached now
+        return pp, long.completion_tokens / seconds
+    finally:
+        model.close()
+
+
+async def record_trajectory(spec: str) -> list[tuple[list[ChatMessage], Completion]]:
+    """Three turns of our agent on the first DABench task, as the model saw and answered them."""
+    task = load_dabench()[0]
+    model = Recorder(load_model(spec))
+    try:
+        await Agent(model, AgentConfig(max_turns=3)).arun(task)
+    finally:
+        await model.model.aclose()
+    return model.calls
+
+
+async def prefix_reuse(gguf: Path, threads: int, calls: list[tuple[list[ChatMessage], Completion]]) -> dict:
+    warm = LlamaCppModel(gguf, n_threads=threads, parallel=1)
+    try:
+        turn1, _ = await timed(warm, calls[0][0], max_tokens=1)
+        for messages, completion in calls[:2]:
+            await warm.ascore(messages, completion.token_ids or completion.text)  # leaves what generation left
+        turn3_warm, _ = await timed(warm, calls[2][0], max_tokens=1)
+    finally:
+        warm.close()
+    cold = LlamaCppModel(gguf, n_threads=threads, parallel=1)
+    try:
+        turn3_cold, _ = await timed(cold, calls[2][0], max_tokens=1)
+    finally:
+        cold.close()
+    return {
+        "prompt_tokens": [completion.prompt_tokens for _, completion in calls[:3]],
+        "ttft_turn1_s": turn1,
+        "ttft_turn3_warm_s": turn3_warm,
+        "ttft_turn3_cold_s": turn3_cold,
+        "ratio": turn3_warm / turn3_cold,
+    }
+
+
+async def shared_prefix(gguf: Path, threads: int, messages: list[ChatMessage]) -> dict:
+    times = {}
+    for n in (1, 4):
+        model = LlamaCppModel(gguf, n_threads=threads, parallel=4)
+        try:
+            started = time.perf_counter()
+            await model.agenerate(messages, SamplingParams(temperature=0.8, n=n, max_tokens=1, seed=0))
+            times[n] = time.perf_counter() - started
+        finally:
+            model.close()
+    return {"n1_s": times[1], "n4_s": times[4], "ratio": times[4] / times[1]}
+
+
+async def batching(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float]:
+    model = LlamaCppModel(gguf, n_threads=threads, parallel=max(CONCURRENCY))
+    speeds = {}
+    try:
+        for k in CONCURRENCY:
+            prompts = [
+                [ChatMessage(role="user", content=f"Case {k}-{j}: count from 1 to 1000, separated by commas.")]
+                for j in range(k)
+            ]
+            await asyncio.gather(*(model.agenerate(p, SamplingParams(temperature=0, max_tokens=1)) for p in prompts))
+            started = time.perf_counter()
+            results = await asyncio.gather(
+                *(model.agenerate(p, SamplingParams(temperature=0, max_tokens=gen_tokens)) for p in prompts)
+            )
+            seconds = time.perf_counter() - started
+            speeds[k] = sum(r[0].completion_tokens for r in results) / seconds
+    finally:
+        model.close()
+    return speeds
+
+
+async def while_busy(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float]:
+    """Generation tokens/s with ``threads`` and ``threads - 1`` while another process spins on one core."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        return {n: (await single_stream(gguf, n, 64, gen_tokens))[1] for n in sorted({threads, max(1, threads - 1)})}
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+# ---------------------------------------------------------------- the run
+
+
+async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
+    gguf = model_path(name)
+    print(f"\n== {name}: {gguf.name}, {args.threads} threads", flush=True)
+    ref_pp, ref_tg = llama_bench(tools, gguf, args.prompt_tokens, args.gen_tokens, args.threads)
+    pp, tg = await single_stream(gguf, args.threads, args.prompt_tokens, args.gen_tokens)
+    print(f"prompt tokens/s      ours {pp:7.1f}   llama-bench {ref_pp:7.1f}   ratio {pp / ref_pp:.2f}")
+    print(f"generation tokens/s  ours {tg:7.1f}   llama-bench {ref_tg:7.1f}   ratio {tg / ref_tg:.2f}")
+    calls = await record_trajectory(f"embedded:{name}?n_threads={args.threads}")
+    result: dict[str, Any] = {"pp": pp, "tg": tg, "llama_bench_pp": ref_pp, "llama_bench_tg": ref_tg}
+    if len(calls) >= 3:
+        reuse = await prefix_reuse(gguf, args.threads, calls)
+        print(
+            f"time to first token  turn 1 {reuse['ttft_turn1_s']:.2f} s; turn 3 warm {reuse['ttft_turn3_warm_s']:.2f} s"
+            f", cold {reuse['ttft_turn3_cold_s']:.2f} s: ratio {reuse['ratio']:.2f} (target <= 0.2)"
+        )
+        result["prefix_reuse"] = reuse
+    else:
+        print(f"time to first token  skipped: the recorded trajectory ended after {len(calls)} turn(s)")
+    shared = await shared_prefix(gguf, args.threads, calls[0][0])
+    print(f"n = 4 samples        {shared['n4_s']:.2f} s against {shared['n1_s']:.2f} s for one: {shared['ratio']:.2f}x")
+    ours = await batching(gguf, args.threads, args.gen_tokens)
+    reference = batched_bench(tools, gguf, args.gen_tokens, args.threads)
+    for k in CONCURRENCY:
+        print(
+            f"{k} at once           ours {ours[k]:6.1f} t/s ({ours[k] / ours[1]:.2f}x one)   llama-batched-bench "
+            f"{reference[k]:6.1f} t/s ({reference[k] / reference[1]:.2f}x one)   ratio {ours[k] / reference[k]:.2f}"
+        )
+    busy = await while_busy(gguf, args.threads, args.gen_tokens)
+    print("one core busy        " + ", ".join(f"{n} threads {speed:.1f} t/s" for n, speed in busy.items()))
+    return result | {"shared_prefix": shared, "batching": ours, "llama_batched_bench": reference, "busy": busy}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="small,tiny")
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--prompt-tokens", type=int, default=1400)
+    parser.add_argument("--gen-tokens", type=int, default=128)
+    parser.add_argument("--llama-tools", type=Path, help="a folder with llama-bench and llama-batched-bench")
+    parser.add_argument("--json", type=Path, help="write every figure here")
+    args = parser.parse_args()
+    tools = args.llama_tools or build_tools(cache_dir() / "bench")
+    results = {name: asyncio.run(bench_model(name, tools, args)) for name in args.models.split(",")}
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
