@@ -12,12 +12,13 @@ For each model, in one run:
 1. single stream: prompt-processing and generation tokens/s, ours (a cold prompt of ``--prompt-tokens``;
    then ``--gen-tokens`` generated after that prompt) and ``llama-bench``'s;
 2. prefix reuse: time to first token of turn 1 and turn 3 of a 3-turn DABench trajectory recorded in
-   this run (our agent, the same model), turn 3 warm (after turns 1-2 and their completions) and cold;
+   this run (our agent and sandbox, scripted answers), turn 3 warm (after turns 1-2 and their
+   completions) and cold;
 3. shared prefix: the prompt time of ``n = 4`` samples of one prompt against ``n = 1``;
 4. batching: aggregate generation tokens/s with 1, 2, 4 and 8 trajectories at once, ours and
    ``llama-batched-bench``'s;
-5. while a cell runs: our generation tokens/s with one core kept busy by another process, with every
-   core's threads and with one fewer.
+5. while a cell runs: our generation tokens/s with one core kept busy by another process: with the
+   default thread count (the free cores), every core's threads and one fewer.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from datalyst.agent import Agent, AgentConfig
-from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model
+from datalyst.llm import ChatMessage, Completion, ReplayModel, SamplingParams
 from datalyst.llm._embedded import model_path
 from datalyst.llm._llamacpp import LlamaCppModel
 from datalyst.paths import cache_dir
@@ -125,26 +126,30 @@ async def timed(model: Any, messages: list[ChatMessage], **params: Any) -> tuple
     return time.perf_counter() - started, completions
 
 
-async def single_stream(gguf: Path, threads: int, prompt_tokens: int, gen_tokens: int) -> tuple[float, float]:
+async def single_stream(gguf: Path, threads: int | None, prompt_tokens: int, gen_tokens: int) -> tuple[float, float]:
+    """Prompt tokens/s of a cold prompt of ``prompt_tokens``; generation tokens/s after a short prompt, as
+    llama-bench measures it (generation slows as the context grows)."""
     model = LlamaCppModel(gguf, n_threads=threads, parallel=1)
     try:
-        messages = filler_prompt(prompt_tokens)
-        seconds, [first] = await timed(model, messages, max_tokens=1)
-        pp = first.prompt_tokens / seconds
-        seconds, [long] = await timed(model, messages, max_tokens=gen_tokens)  # the prompt is cached now
-        return pp, long.completion_tokens / seconds
+        seconds, [first] = await timed(model, filler_prompt(prompt_tokens), max_tokens=1)
+        short = filler_prompt(0)
+        await timed(model, short, max_tokens=1)
+        seconds_gen, [long] = await timed(model, short, max_tokens=gen_tokens)  # the prompt is cached now
+        return first.prompt_tokens / seconds, long.completion_tokens / seconds_gen
     finally:
         model.close()
 
 
-async def record_trajectory(spec: str) -> list[tuple[list[ChatMessage], Completion]]:
-    """Three turns of our agent on the first DABench task, as the model saw and answered them."""
+async def record_trajectory() -> list[tuple[list[ChatMessage], Completion]]:
+    """Three turns of our agent (DataMind dialect, real sandbox) on the first DABench task, as a model saw and
+    answered them. The answers are scripted, so every run measures the same prompts (the small models
+    often answer at turn 1 or 2)."""
     task = load_dabench()[0]
-    model = Recorder(load_model(spec))
-    try:
-        await Agent(model, AgentConfig(max_turns=3)).arun(task)
-    finally:
-        await model.model.aclose()
+    name = Path(task.files[0]).name
+    code = [f"df = pd.read_csv({name!r})\nprint(df.head())", "print(df.describe())", "print(df.dtypes)"]
+    script = [f"<think>Look.</think>\n<code>\n```python\nimport pandas as pd\n{cell}\n```\n</code>" for cell in code]
+    model = Recorder(ReplayModel(script, per_turn=True))
+    await Agent(model, AgentConfig(max_turns=3)).arun(task)
     return model.calls
 
 
@@ -206,10 +211,12 @@ async def batching(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float
 
 
 async def while_busy(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float]:
-    """Generation tokens/s with ``threads`` and ``threads - 1`` while another process spins on one core."""
+    """Generation tokens/s while another process spins on one core: with the default thread count (which
+    follows the free cores; key 0), ``threads`` and ``threads - 1``."""
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        return {n: (await single_stream(gguf, n, 64, gen_tokens))[1] for n in sorted({threads, max(1, threads - 1)})}
+        counts = sorted({0, threads, max(1, threads - 1)})
+        return {n: (await single_stream(gguf, n or None, 64, gen_tokens))[1] for n in counts}
     finally:
         spinner.kill()
         spinner.wait()
@@ -225,17 +232,15 @@ async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
     pp, tg = await single_stream(gguf, args.threads, args.prompt_tokens, args.gen_tokens)
     print(f"prompt tokens/s      ours {pp:7.1f}   llama-bench {ref_pp:7.1f}   ratio {pp / ref_pp:.2f}")
     print(f"generation tokens/s  ours {tg:7.1f}   llama-bench {ref_tg:7.1f}   ratio {tg / ref_tg:.2f}")
-    calls = await record_trajectory(f"embedded:{name}?n_threads={args.threads}")
+    calls = await record_trajectory()
     result: dict[str, Any] = {"pp": pp, "tg": tg, "llama_bench_pp": ref_pp, "llama_bench_tg": ref_tg}
-    if len(calls) >= 3:
-        reuse = await prefix_reuse(gguf, args.threads, calls)
-        print(
-            f"time to first token  turn 1 {reuse['ttft_turn1_s']:.2f} s; turn 3 warm {reuse['ttft_turn3_warm_s']:.2f} s"
-            f", cold {reuse['ttft_turn3_cold_s']:.2f} s: ratio {reuse['ratio']:.2f} (target <= 0.2)"
-        )
-        result["prefix_reuse"] = reuse
-    else:
-        print(f"time to first token  skipped: the recorded trajectory ended after {len(calls)} turn(s)")
+    reuse = await prefix_reuse(gguf, args.threads, calls)
+    tokens = "/".join(str(n) for n in reuse["prompt_tokens"])
+    print(
+        f"time to first token  turn 1 {reuse['ttft_turn1_s']:.2f} s; turn 3 warm {reuse['ttft_turn3_warm_s']:.2f} s"
+        f", cold {reuse['ttft_turn3_cold_s']:.2f} s: ratio {reuse['ratio']:.2f} (prompts of {tokens} tokens)"
+    )
+    result["prefix_reuse"] = reuse
     shared = await shared_prefix(gguf, args.threads, calls[0][0])
     print(f"n = 4 samples        {shared['n4_s']:.2f} s against {shared['n1_s']:.2f} s for one: {shared['ratio']:.2f}x")
     ours = await batching(gguf, args.threads, args.gen_tokens)
@@ -246,7 +251,8 @@ async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
             f"{reference[k]:6.1f} t/s ({reference[k] / reference[1]:.2f}x one)   ratio {ours[k] / reference[k]:.2f}"
         )
     busy = await while_busy(gguf, args.threads, args.gen_tokens)
-    print("one core busy        " + ", ".join(f"{n} threads {speed:.1f} t/s" for n, speed in busy.items()))
+    shown = ", ".join(f"{n or 'free-core'} threads {speed:.1f} t/s" for n, speed in busy.items())
+    print(f"one core busy        {shown}")
     return result | {"shared_prefix": shared, "batching": ours, "llama_batched_bench": reference, "busy": busy}
 
 
