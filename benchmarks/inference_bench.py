@@ -131,22 +131,29 @@ async def single_stream(gguf: Path, threads: int | None, prompt_tokens: int, gen
     llama-bench measures it (generation slows as the context grows)."""
     model = LlamaCppModel(gguf, n_threads=threads, parallel=1)
     try:
-        seconds, [first] = await timed(model, filler_prompt(prompt_tokens), max_tokens=1)
         short = filler_prompt(0)
+        await timed(model, short, max_tokens=1)  # the weights are read in once (llama-bench warms up too)
+        read = model.engine.stats.evaluated_tokens
+        seconds, _ = await timed(model, filler_prompt(prompt_tokens), max_tokens=1)
+        read = model.engine.stats.evaluated_tokens - read  # all but the chat template's opening, cached above
         await timed(model, short, max_tokens=1)
         seconds_gen, [long] = await timed(model, short, max_tokens=gen_tokens)  # the prompt is cached now
-        return first.prompt_tokens / seconds, long.completion_tokens / seconds_gen
+        return read / seconds, long.completion_tokens / seconds_gen
     finally:
         model.close()
 
 
 async def record_trajectory() -> list[tuple[list[ChatMessage], Completion]]:
     """Three turns of our agent (DataMind dialect, real sandbox) on the first DABench task, as a model saw and
-    answered them. The answers are scripted, so every run measures the same prompts (the small models
-    often answer at turn 1 or 2)."""
+    answered them. The answers are scripted first steps of an analysis (the rows, the shape and columns,
+    missing values), so every run measures the same prompts; the small models often answer sooner."""
     task = load_dabench()[0]
     name = Path(task.files[0]).name
-    code = [f"df = pd.read_csv({name!r})\nprint(df.head())", "print(df.describe())", "print(df.dtypes)"]
+    code = [
+        f"df = pd.read_csv({name!r})\nprint(df.head())",
+        "print(df.shape)\nprint(df.columns.tolist())",
+        "print(df.isna().sum().sum())",
+    ]
     script = [f"<think>Look.</think>\n<code>\n```python\nimport pandas as pd\n{cell}\n```\n</code>" for cell in code]
     model = Recorder(ReplayModel(script, per_turn=True))
     await Agent(model, AgentConfig(max_turns=3)).arun(task)
@@ -156,10 +163,12 @@ async def record_trajectory() -> list[tuple[list[ChatMessage], Completion]]:
 async def prefix_reuse(gguf: Path, threads: int, calls: list[tuple[list[ChatMessage], Completion]]) -> dict:
     warm = LlamaCppModel(gguf, n_threads=threads, parallel=1)
     try:
-        turn1, _ = await timed(warm, calls[0][0], max_tokens=1)
+        turn1, [first] = await timed(warm, calls[0][0], max_tokens=1)
         for messages, completion in calls[:2]:
             await warm.ascore(messages, completion.token_ids or completion.text)  # leaves what generation left
-        turn3_warm, _ = await timed(warm, calls[2][0], max_tokens=1)
+        read = warm.engine.stats.evaluated_tokens
+        turn3_warm, [third] = await timed(warm, calls[2][0], max_tokens=1)
+        read = warm.engine.stats.evaluated_tokens - read
     finally:
         warm.close()
     cold = LlamaCppModel(gguf, n_threads=threads, parallel=1)
@@ -168,7 +177,8 @@ async def prefix_reuse(gguf: Path, threads: int, calls: list[tuple[list[ChatMess
     finally:
         cold.close()
     return {
-        "prompt_tokens": [completion.prompt_tokens for _, completion in calls[:3]],
+        "prompt_tokens": [first.prompt_tokens, third.prompt_tokens],
+        "turn3_read_tokens": read,
         "ttft_turn1_s": turn1,
         "ttft_turn3_warm_s": turn3_warm,
         "ttft_turn3_cold_s": turn3_cold,
@@ -235,10 +245,11 @@ async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
     calls = await record_trajectory()
     result: dict[str, Any] = {"pp": pp, "tg": tg, "llama_bench_pp": ref_pp, "llama_bench_tg": ref_tg}
     reuse = await prefix_reuse(gguf, args.threads, calls)
-    tokens = "/".join(str(n) for n in reuse["prompt_tokens"])
+    (first, third), read = reuse["prompt_tokens"], reuse["turn3_read_tokens"]
     print(
-        f"time to first token  turn 1 {reuse['ttft_turn1_s']:.2f} s; turn 3 warm {reuse['ttft_turn3_warm_s']:.2f} s"
-        f", cold {reuse['ttft_turn3_cold_s']:.2f} s: ratio {reuse['ratio']:.2f} (prompts of {tokens} tokens)"
+        f"time to first token  turn 1 {reuse['ttft_turn1_s']:.2f} s ({first} tokens); turn 3 ({third} tokens, "
+        f"{read} read) warm {reuse['ttft_turn3_warm_s']:.2f} s, cold {reuse['ttft_turn3_cold_s']:.2f} s: "
+        f"ratio {reuse['ratio']:.2f}"
     )
     result["prefix_reuse"] = reuse
     shared = await shared_prefix(gguf, args.threads, calls[0][0])

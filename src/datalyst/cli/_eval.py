@@ -67,7 +67,9 @@ def run_command(
     top_p: Annotated[float, typer.Option()] = EVAL_SAMPLING.top_p,
     max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = EVAL_SAMPLING.max_tokens,
     max_turns: Annotated[int, typer.Option(help="Turns per trajectory.")] = 10,
-    concurrency: Annotated[int, typer.Option(help="Trajectories at once (1 suits an in-process model).")] = 1,
+    concurrency: Annotated[
+        int, typer.Option(help="Trajectories at once (a local llama.cpp model decodes up to 4 together).")
+    ] = 1,
     judge_model: Annotated[
         str | None, typer.Option(help="Model spec of the judge for tasks judged by a model.")
     ] = None,
