@@ -6,7 +6,7 @@ import re
 import string
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from datalyst.agent import ActionKind, PromptContext, Step
@@ -441,6 +441,9 @@ def test_a_void_turn_is_kept_up_to_an_invented_observation(name):
 
 @PROPERTY
 @given(name=st.sampled_from(DIALECTS), text=st.one_of(st.text(max_size=300), _spliced))
+@example(name="datarus", text="```<ANSWER>0<ACTION>")  # a bare fence opened before an answer, a tag after it
+@example(name="datarus", text="```<ANSWER>0<ACTION_INPUT>0")
+@example(name="datamind", text="```<answer>0<code>x")
 def test_the_kept_turn_parses_like_the_whole_completion(name, text):
     dialect = get_dialect(name)
     end = dialect.action_end(text)

@@ -128,10 +128,7 @@ class DataMindDialect(_PromptedDialect):
                 if found:
                     code = _Action(block.start, found, block.close_end or end)
                     break
-        if code is None:
-            spans = [(b.start, b.end) for b in blocks if b.name == "answer"]
-            if fences := python_fences(text, spans):
-                code = _Action(fences[0].start, fences[0].code, fences[0].end)
+        code = _earlier(code, _bare_fence(text, blocks, ("answer", "think")))
         stop = _action_start(answer, code, len(text))
         return _choose(thought_before(text, blocks, "think", stop, self._tags), answer, code, len(text))
 
@@ -146,6 +143,20 @@ class DataMindDialect(_PromptedDialect):
     def observation(self, text: str) -> str:
         body = text.strip("\n")
         return f"<interpreter>\n{body}\n</interpreter>"
+
+
+def _bare_fence(text: str, blocks: list[Block], outside: tuple[str, ...]) -> _Action | None:
+    """The first Python fence that is not inside a tag block named in ``outside`` (an answer, a thought)."""
+    spans = [(block.start, block.end) for block in blocks if block.name in outside]
+    fences = python_fences(text, spans)
+    return _Action(fences[0].start, fences[0].code, fences[0].end) if fences else None
+
+
+def _earlier(tagged: _Action | None, fence: _Action | None) -> _Action | None:
+    """The code action that starts first: tagged code, or a bare fence written before it."""
+    if tagged is None or (fence is not None and fence.start < tagged.start):
+        return fence
+    return tagged
 
 
 def _first_answer(text: str, blocks: list[Block]) -> _Action | None:
@@ -267,12 +278,9 @@ class DatarusDialect(_PromptedDialect):
                     if found:
                         code = _Action(block.start, found, block.close_end or end)
                         break
-            if code is None:
-                spans = [(b.start, b.end) for b in blocks if b.name in ("answer", "stop_analysis")]
-                if fences := python_fences(text, spans):
-                    code = _Action(fences[0].start, fences[0].code, fences[0].end)
             if code and action:
                 code = code._replace(start=min(code.start, action.start))
+        code = _earlier(code, _bare_fence(text, blocks, ("answer", "stop_analysis", "thought")))
         stop = _action_start(answer, code, len(text))
         step, end = _choose(thought_before(text, blocks, "thought", stop, self._tags), answer, code, len(text))
         return step, _after_closing(text, end, self._enclosing_end)
