@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,26 +15,29 @@ WAIT_S = 10.0
 """Bound on waiting for the load to show (a failure bound, not a timing check)."""
 
 
-def _settles_at(free: FreeCores, expected: int) -> bool:
+def _reaches(free: FreeCores, wanted: Callable[[int], bool]) -> int | None:
+    """The first count ``wanted`` accepts within ``WAIT_S`` (None if none did)."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         time.sleep(SAMPLE_S)
-        if free() == expected:
-            return True
-    return False
+        if wanted(count := free()):
+            return count
+    return None
 
 
 @pytest.mark.skipif(available_cores() < 2, reason="needs two cores")
 def test_a_busy_core_is_given_up_and_taken_back():
     free = FreeCores(available_cores())
-    assert _settles_at(free, available_cores())  # nothing else runs (pytest itself counts as this process)
+    before = _reaches(free, lambda count: count >= 2)  # as many as the machine's other work leaves
+    if before is None:
+        pytest.skip("other processes keep this machine too busy to watch one more")
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        assert _settles_at(free, available_cores() - 1)
+        assert _reaches(free, lambda count: count < before) is not None
     finally:
         spinner.kill()
         spinner.wait()
-    assert _settles_at(free, available_cores())
+    assert _reaches(free, lambda count: count >= before) is not None
 
 
 def test_it_never_goes_below_one_or_above_the_cores():
