@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -38,6 +37,7 @@ from typing import Any
 
 from datalyst.agent import Agent, AgentConfig
 from datalyst.llm import ChatMessage, Completion, ReplayModel, SamplingParams
+from datalyst.llm._cores import available_cores
 from datalyst.llm._embedded import model_path
 from datalyst.llm._llamacpp import LlamaCppModel
 from datalyst.paths import cache_dir
@@ -70,7 +70,7 @@ def build_tools(where: Path) -> Path:
     print("set-up: building llama-bench and llama-batched-bench (a few minutes) ...", flush=True)
     options = ["-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"]
     subprocess.run(["cmake", "-S", str(target), "-B", str(target / "build"), *options], check=True, capture_output=True)
-    jobs = str(len(os.sched_getaffinity(0)))
+    jobs = str(available_cores())
     build = ["cmake", "--build", str(target / "build"), "-j", jobs, "--target", "llama-bench", "llama-batched-bench"]
     subprocess.run(build, check=True, capture_output=True)
     return bin_dir
@@ -270,7 +270,7 @@ async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="small,tiny")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--threads", type=int, default=available_cores())
     parser.add_argument("--prompt-tokens", type=int, default=1400)
     parser.add_argument("--gen-tokens", type=int, default=128)
     parser.add_argument("--llama-tools", type=Path, help="a folder with llama-bench and llama-batched-bench")

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from datalyst.agent import Agent, AgentConfig, Termination, rollout
 from datalyst.llm import ReplayModel
+from datalyst.llm._cores import machine_busy_s
 from datalyst.sandbox import default_forkserver
 from datalyst.tasks import Task
 
@@ -47,13 +48,6 @@ SCRIPT = [
     "print(df.pivot_table(index='product', columns='region', values='units', aggfunc='sum'))\n```\n</code>",
     "<think>Done.</think>\n<answer>@top_region[West]</answer>",
 ]
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds the whole machine has spent not idle since boot, summed over cores."""
-    with open("/proc/stat") as f:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds() -> float:
@@ -73,9 +67,9 @@ async def run(n: int, concurrency: int, latency_s: float, out_dir: str) -> tuple
     tasks = [Task(id=f"q{i}", question="Which region sells most?", files=[str(SALES)]) for i in range(n)]
     agent = Agent(ReplayModel(SCRIPT, per_turn=True, latency_s=latency_s), AgentConfig(max_turns=len(SCRIPT)))
     out = Path(out_dir) / f"rollout-{n}-{concurrency}-{latency_s}.jsonl"
-    cpu, busy, started = cpu_seconds(), machine_busy_seconds(), time.monotonic()
+    cpu, busy, started = cpu_seconds(), machine_busy_s(), time.monotonic()
     summary = await rollout(tasks, agent, out, concurrency=concurrency, progress=False)
-    wall_s, cpu, busy = time.monotonic() - started, cpu_seconds() - cpu, machine_busy_seconds() - busy
+    wall_s, cpu, busy = time.monotonic() - started, cpu_seconds() - cpu, machine_busy_s() - busy
     return wall_s, cpu, busy, summary.terminations.get(Termination.ANSWER, 0)
 
 
@@ -92,9 +86,9 @@ def main() -> None:
         asyncio.run(run(2, 1, 0.0, out_dir))  # warm the fork server and the imports
         single_s, *_ = asyncio.run(run(1, 1, 0.0, out_dir))
         _, sequential_cpu, _, _ = asyncio.run(run(16, 1, 0.0, out_dir))
-        idle_busy = machine_busy_seconds()
+        idle_busy = machine_busy_s()
         time.sleep(1.0)
-        idle_busy = machine_busy_seconds() - idle_busy
+        idle_busy = machine_busy_s() - idle_busy
         wall_s, own_cpu, busy, answered = asyncio.run(run(n, args.concurrency, args.latency_s, out_dir))
     latency_bound = args.concurrency / (turns * args.latency_s + single_s)
     cpu_bound = cores / (busy / n)

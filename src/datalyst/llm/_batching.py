@@ -50,7 +50,8 @@ class Job:
 
     @property
     def first_output(self) -> int:
-        """Position of the first token whose logits the job needs (the prompt's last)."""
+        """Position of the first token whose logits the job needs (the prompt's last); every token after it
+        needs them too (a sampled one, or one to score)."""
         return len(self.prompt) - 1
 
 
@@ -168,10 +169,10 @@ class BatchEngine:
             if not free:
                 still_waiting.append(job)
                 continue
-            usable = job.first_output  # the prompt's last token is always read: its logits are needed
-            cached = {slot.seq: min(_common(slot.tokens, job.sequence), usable) for slot in self._slots}
+            usable, sequence = job.first_output, job.sequence  # the prompt's last token is always read
+            cached = {slot.seq: min(_common(slot.tokens, sequence), usable) for slot in self._slots}
             coming = max(
-                (min(_common(slot.tokens + slot.pending, job.sequence), usable) for slot in self._slots if slot.job),
+                (min(_common(slot.tokens + slot.pending, sequence), usable) for slot in self._slots if slot.job),
                 default=0,
             )
             best = max(self._slots, key=lambda slot: (cached[slot.seq], slot.job is None))
@@ -214,7 +215,7 @@ class BatchEngine:
             take = slot.pending[: self._n_batch - n]
             for offset, token in enumerate(take):
                 position = len(slot.tokens) + offset
-                wanted = position >= (job.first_output if job.score is not None else len(job.sequence) - 1)
+                wanted = position >= job.first_output
                 batch.token[n], batch.pos[n], batch.n_seq_id[n] = token, position, 1
                 batch.seq_id[n][0], batch.logits[n] = slot.seq, wanted
                 if wanted:

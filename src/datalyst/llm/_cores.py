@@ -12,6 +12,7 @@ import time
 
 SAMPLE_S = 0.25
 """How often the machine's load is read again."""
+PROC_STAT = "/proc/stat"
 
 
 def available_cores() -> int:
@@ -22,34 +23,30 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _machine_busy_s() -> float | None:
-    """CPU seconds all cores have spent busy since boot (None where /proc/stat is missing)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+def machine_busy_s() -> float:
+    """CPU seconds all cores have spent busy since boot, summed over cores (Linux's ``/proc/stat``)."""
+    with open(PROC_STAT) as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in f.readline().split()[1:9])
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 class FreeCores:
-    """Call it before each step: the cores not taken by other processes (at least one, at most ``cores``)."""
+    """Call it before each step: the cores not taken by other processes (at least one, at most ``cores``;
+    always ``cores`` where the machine's load cannot be read)."""
 
     def __init__(self, cores: int) -> None:
         self.cores = cores
         self._free = cores
-        self._at = time.monotonic()
-        self._busy = _machine_busy_s()
-        self._own = time.process_time()
+        self._watch = os.path.exists(PROC_STAT)
+        self._at, self._own = time.monotonic(), time.process_time()
+        self._busy = machine_busy_s() if self._watch else 0.0
 
     def __call__(self) -> int:
         now = time.monotonic()
-        if self._busy is None or now - self._at < SAMPLE_S:
+        if not self._watch or now - self._at < SAMPLE_S:
             return self._free
-        busy, own = _machine_busy_s(), time.process_time()
-        if busy is not None:
-            others = max(0.0, (busy - self._busy) - (own - self._own)) / (now - self._at)
-            self._free = min(self.cores, max(1, round(self.cores - others)))
+        busy, own = machine_busy_s(), time.process_time()
+        others = max(0.0, (busy - self._busy) - (own - self._own)) / (now - self._at)
+        self._free = min(self.cores, max(1, round(self.cores - others)))
         self._at, self._busy, self._own = now, busy, own
         return self._free

@@ -60,8 +60,15 @@ def own_cgroup(pid: int | str = "self") -> str | None:
     return None
 
 
+def _controllers_in(path: str, listing: str) -> tuple[str, ...]:
+    """Which of ``CONTROLLERS`` the cgroup at ``path`` names in its file ``listing``."""
+    named = _read(os.path.join(path, listing)).split()
+    return tuple(c for c in CONTROLLERS if c in named)
+
+
 def _enabled(path: str) -> tuple[str, ...]:
-    return tuple(c for c in CONTROLLERS if c in _read(os.path.join(path, "cgroup.subtree_control")).split())
+    """The controllers the cgroup at ``path`` hands its children."""
+    return _controllers_in(path, "cgroup.subtree_control")
 
 
 def find_parent(ours: set[int], explicit: str | None = None) -> Parent | str:
@@ -87,7 +94,7 @@ def adopt(path: str, ours: set[int]) -> Parent | str:
     say why it cannot be (it holds other programs, or has none of the controllers). OSError on a failed write."""
     if os.path.basename(path) == HOST_LEAF:  # an earlier fork server of this host set the parent up
         return _with_controllers(Parent(os.path.dirname(path), _enabled(os.path.dirname(path))))
-    available = [c for c in CONTROLLERS if c in _read(os.path.join(path, "cgroup.controllers")).split()]
+    available = _controllers_in(path, "cgroup.controllers")
     if not available:
         return f"the cgroup {path} was given none of the {', '.join(CONTROLLERS)} controllers"
     others = {int(p) for p in _read(os.path.join(path, "cgroup.procs")).split()} - ours

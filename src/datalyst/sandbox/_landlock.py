@@ -12,7 +12,6 @@ other processes, which only the namespaces hide.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 
@@ -61,10 +60,8 @@ def confine(read_only: list[str], read_write: list[str]) -> str:
         raise OSError(ctypes.get_errno() or 38, "Landlock is not available in this kernel")
     everything = _FS_BY_ABI[max(k for k in _FS_BY_ABI if k <= abi)]
     attr = _RulesetAttr(everything, _NET_TCP if abi >= 4 else 0, _SCOPE_ALL if abi >= 6 else 0)
-    ruleset = _libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
-    if ruleset < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
+    size = ctypes.c_size_t(ctypes.sizeof(attr))
+    ruleset = lx.check_fd(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0), "landlock_create_ruleset")
     try:
         for paths, rights in ((read_only, _EXECUTE | _READ_FILE | _READ_DIR), (read_write, everything)):
             for path in paths:
@@ -83,11 +80,9 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
         return
-    with contextlib.ExitStack() as stack:
-        stack.callback(os.close, fd)
-        if not os.path.isdir(path):
-            rights &= _FILE_RIGHTS
-        rule = _PathBeneath(rights, fd)
-        lx.check(
-            _libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0), f"landlock rule {path}"
-        )
+    try:
+        rule = _PathBeneath(rights if os.path.isdir(path) else rights & _FILE_RIGHTS, fd)
+        added = _libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+        lx.check(added, f"landlock rule {path}")
+    finally:
+        os.close(fd)

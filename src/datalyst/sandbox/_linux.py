@@ -71,7 +71,8 @@ _FSCONFIG_SET_STRING, _FSCONFIG_CMD_CREATE = 1, 6
 _OPEN_TREE_CLONE, _AT_EMPTY_PATH, _MOVE_MOUNT_F_EMPTY_PATH, _AT_FDCWD = 1, 0x1000, 4, -100
 
 
-def _fd(result: int, what: str) -> int:
+def check_fd(result: int, what: str) -> int:
+    """``result``, a descriptor a system call returned; OSError when the call failed."""
     if result < 0:
         check(result, what)
     return result
@@ -81,12 +82,12 @@ def new_tmpfs(options: dict[str, str]) -> int:
     """A tmpfs that is mounted nowhere yet: a descriptor of its root, to attach with :func:`attach_copy`
     or to reach through ``/proc/self/fd/N`` (needs CAP_SYS_ADMIN in the user namespace of this
     process's mount namespace)."""
-    context = _fd(_libc.syscall(_SYS_FSOPEN, b"tmpfs", ctypes.c_uint(1)), "fsopen tmpfs")  # FSOPEN_CLOEXEC
+    context = check_fd(_libc.syscall(_SYS_FSOPEN, b"tmpfs", ctypes.c_uint(1)), "fsopen tmpfs")  # FSOPEN_CLOEXEC
     try:
         for key, value in options.items():
             check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_SET_STRING, key.encode(), value.encode(), 0), key)
         check(_libc.syscall(_SYS_FSCONFIG, context, _FSCONFIG_CMD_CREATE, None, None, 0), "create tmpfs")
-        return _fd(_libc.syscall(_SYS_FSMOUNT, context, ctypes.c_uint(1), ctypes.c_uint(0)), "fsmount")
+        return check_fd(_libc.syscall(_SYS_FSMOUNT, context, ctypes.c_uint(1), ctypes.c_uint(0)), "fsmount")
     finally:
         os.close(context)
 
@@ -95,7 +96,7 @@ def attach_copy(mount_fd: int, target: str) -> None:
     """Mount a copy of the detached mount ``mount_fd`` on ``target`` (the original stays detached, so
     it can be copied again by the next process, in its own mount namespace)."""
     flags = _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_EMPTY_PATH
-    copy = _fd(_libc.syscall(_SYS_OPEN_TREE, mount_fd, b"", ctypes.c_uint(flags)), "open_tree")
+    copy = check_fd(_libc.syscall(_SYS_OPEN_TREE, mount_fd, b"", ctypes.c_uint(flags)), "open_tree")
     try:
         moved = _libc.syscall(_SYS_MOVE_MOUNT, copy, b"", _AT_FDCWD, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH)
         check(moved, f"move_mount {target}")

@@ -162,7 +162,7 @@ class Sandbox:
         return JailSpec(
             workdir=self.workdir,
             root=root,
-            readonly_files=[os.path.join(self.workdir, name) for name in self._data_names()],
+            readonly_files=self._jail_data_files(),
             limits=self.limits.model_dump(),
             readonly_dirs=extra,
             python_path=extra,
@@ -273,6 +273,10 @@ class Sandbox:
     def _data_names(self) -> set[str]:
         return {os.path.basename(path) for path in self.data_files}
 
+    def _jail_data_files(self) -> list[str]:
+        """The staged data files as cells see them (``data_files`` are this process's paths to them)."""
+        return [os.path.join(self.workdir, name) for name in self._data_names()]
+
     async def arun_python(self, code: str) -> ExecResult:
         """``run_python`` without blocking the event loop."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.run_python, code)
@@ -341,8 +345,8 @@ class Sandbox:
         name, why = pick_database([os.path.basename(p) for p in self.databases], db)
         if name is None:
             return SqlResult(error=CellError(ename="DatabaseNotFound", evalue=why))
-        in_jail = [os.path.join(self.workdir, name) for name in self._data_names()]
-        if output_path is not None and (problem := output_path_problem(self.workdir, output_path, in_jail)):
+        jail_files = self._jail_data_files()
+        if output_path is not None and (problem := output_path_problem(self.workdir, output_path, jail_files)):
             return SqlResult(error=CellError(ename="OutputPathRefused", evalue=problem))
         return name
 
