@@ -78,9 +78,9 @@ def _speed(trajectory: Trajectory) -> str:
     tokens = sum(turn.completion_tokens for turn in turns)
     generation_s = sum(turn.generation_s for turn in turns)
     execution_s = sum(turn.execution_s for turn in turns)
-    speed = f" at {tokens / generation_s:.1f} tokens/s" if generation_s > 0 and tokens else ""
+    speed = f", {tokens / generation_s:.1f} tokens/s with the prompts read" if generation_s > 0 and tokens else ""
     return (
-        f"{len(turns)} turn(s) · {tokens} tokens generated{speed} in {generation_s:.1f} s · "
+        f"{len(turns)} turn(s) · {tokens} tokens generated in {generation_s:.1f} s of model time{speed} · "
         f"code ran {execution_s:.1f} s"
     )
 
