@@ -15,7 +15,8 @@ For each model, in one run:
    this run (our agent and sandbox, scripted answers), turn 3 warm (after turns 1-2 and their
    completions) and cold;
 3. shared prefix: the prompt time of ``n = 4`` samples of one prompt against ``n = 1``;
-4. batching: aggregate generation tokens/s with 1, 2, 4 and 8 trajectories at once, ours and
+4. batching: aggregate generation tokens/s with 1, 2, 4 and 8 trajectories at once after short
+   prompts, and with 1 and 4 after 2,500-token prompts (a DABench trajectory's later turns), ours and
    ``llama-batched-bench``'s;
 5. while a cell runs: our generation tokens/s with one core kept busy by another process: with the
    default thread count (the free cores), every core's threads and one fewer.
@@ -45,6 +46,10 @@ from datalyst.tasks import load_dabench
 
 ROOT = Path(__file__).resolve().parents[1]
 CONCURRENCY = (1, 2, 4, 8)
+SHORT_PROMPT_TOKENS = 128
+LONG_CONTEXT = (2000, (1, 4))
+"""``filler_prompt`` size (about 2,500 tokens in these models' tokenizers) and counts at once for batching at
+the length of a DABench trajectory's later turns."""
 
 
 # ---------------------------------------------------------------- llama.cpp's own tools
@@ -86,11 +91,16 @@ def llama_bench(tools: Path, gguf: Path, prompt: int, gen: int, threads: int) ->
     return pp, tg
 
 
-def batched_bench(tools: Path, gguf: Path, gen: int, threads: int) -> dict[int, float]:
-    """llama-batched-bench's aggregate generation tokens/s for each count of sequences at once."""
-    counts = ",".join(str(k) for k in CONCURRENCY)
-    command = [str(tools / "llama-batched-bench"), "-m", str(gguf), "-c", "16384", "-b", "512", "-ub", "512"]
-    command += ["-npp", "128", "-ntg", str(gen), "-npl", counts, "-t", str(threads), "-kvu", "--output-format", "jsonl"]
+def batched_bench(
+    tools: Path, gguf: Path, gen: int, threads: int, prompt: int, counts: tuple[int, ...]
+) -> dict[int, float]:
+    """llama-batched-bench's aggregate generation tokens/s for each count of sequences at once, each after a
+    ``prompt``-token prompt of its own (short prompts share one stream, ``-kvu``, as its README runs it)."""
+    command = [str(tools / "llama-batched-bench"), "-m", str(gguf), "-c", str(max(counts) * (prompt + gen + 64))]
+    command += ["-b", "512", "-ub", "512", "-npp", str(prompt), "-ntg", str(gen), "-t", str(threads)]
+    command += ["-npl", ",".join(str(k) for k in counts), "--output-format", "jsonl"]
+    if prompt <= SHORT_PROMPT_TOKENS:
+        command.append("-kvu")
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return {row["pl"]: row["speed_tg"] for row in rows}
@@ -199,15 +209,17 @@ async def shared_prefix(gguf: Path, threads: int, messages: list[ChatMessage]) -
     return {"n1_s": times[1], "n4_s": times[4], "ratio": times[4] / times[1]}
 
 
-async def batching(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float]:
-    model = LlamaCppModel(gguf, n_threads=threads, parallel=max(CONCURRENCY))
+async def batching(
+    gguf: Path, threads: int, gen_tokens: int, prompt_tokens: int, counts: tuple[int, ...]
+) -> tuple[dict[int, float], int]:
+    """Aggregate generation tokens/s with each count of different prompts of about ``prompt_tokens`` at
+    once, and how many tokens a prompt had."""
+    model = LlamaCppModel(gguf, n_threads=threads, parallel=max(counts))
     speeds = {}
     try:
-        for k in CONCURRENCY:
-            prompts = [
-                [ChatMessage(role="user", content=f"Case {k}-{j}: count from 1 to 1000, separated by commas.")]
-                for j in range(k)
-            ]
+        for k in counts:
+            filler = filler_prompt(prompt_tokens)[0].content
+            prompts = [[ChatMessage(role="user", content=f"Case {k}-{j}. {filler}")] for j in range(k)]
             await asyncio.gather(*(model.agenerate(p, SamplingParams(temperature=0, max_tokens=1)) for p in prompts))
             started = time.perf_counter()
             results = await asyncio.gather(
@@ -217,7 +229,7 @@ async def batching(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float
             speeds[k] = sum(r[0].completion_tokens for r in results) / seconds
     finally:
         model.close()
-    return speeds
+    return speeds, results[0][0].prompt_tokens
 
 
 async def while_busy(gguf: Path, threads: int, gen_tokens: int) -> dict[int, float]:
@@ -254,17 +266,20 @@ async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
     result["prefix_reuse"] = reuse
     shared = await shared_prefix(gguf, args.threads, calls[0][0])
     print(f"n = 4 samples        {shared['n4_s']:.2f} s against {shared['n1_s']:.2f} s for one: {shared['ratio']:.2f}x")
-    ours = await batching(gguf, args.threads, args.gen_tokens)
-    reference = batched_bench(tools, gguf, args.gen_tokens, args.threads)
-    for k in CONCURRENCY:
-        print(
-            f"{k} at once           ours {ours[k]:6.1f} t/s ({ours[k] / ours[1]:.2f}x one)   llama-batched-bench "
-            f"{reference[k]:6.1f} t/s ({reference[k] / reference[1]:.2f}x one)   ratio {ours[k] / reference[k]:.2f}"
-        )
+    for prompt, counts in ((0, CONCURRENCY), LONG_CONTEXT):
+        ours, read = await batching(gguf, args.threads, args.gen_tokens, prompt, counts)
+        reference = batched_bench(tools, gguf, args.gen_tokens, args.threads, max(read, SHORT_PROMPT_TOKENS), counts)
+        print(f"batching after {read}-token prompts (llama-batched-bench: {max(read, SHORT_PROMPT_TOKENS)}):")
+        for k in counts:
+            print(
+                f"{k} at once           ours {ours[k]:6.1f} t/s ({ours[k] / ours[1]:.2f}x one)   llama-batched-bench "
+                f"{reference[k]:6.1f} t/s ({reference[k] / reference[1]:.2f}x one)   ratio {ours[k] / reference[k]:.2f}"
+            )
+        result[f"batching_{prompt}"] = {"prompt_tokens": read, "ours": ours, "llama_batched_bench": reference}
     busy = await while_busy(gguf, args.threads, args.gen_tokens)
     shown = ", ".join(f"{n or 'free-core'} threads {speed:.1f} t/s" for n, speed in busy.items())
     print(f"one core busy        {shown}")
-    return result | {"shared_prefix": shared, "batching": ours, "llama_batched_bench": reference, "busy": busy}
+    return result | {"shared_prefix": shared, "busy": busy}
 
 
 def main() -> None:

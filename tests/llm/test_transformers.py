@@ -135,3 +135,58 @@ def test_folder_without_config_is_unavailable(tmp_path) -> None:
 def test_bad_options_are_config_errors(tmp_path, options: str) -> None:
     with pytest.raises(ConfigError):
         TransformersModel.from_spec(ModelSpec.parse(f"hf:{tmp_path}{options}"))
+
+
+def count_forward_tokens(model: TransformersModel) -> tuple[list[tuple[int, int]], object]:
+    """(rows, tokens) of every forward pass of the model's decoder, and the hook's handle."""
+    shapes: list[tuple[int, int]] = []
+
+    def record(module: object, args: tuple, kwargs: dict) -> None:
+        ids = kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]
+        shapes.append(tuple(ids.shape))
+
+    return shapes, model.model.model.register_forward_pre_hook(record, with_kwargs=True)
+
+
+@pytest.mark.model
+def test_n_samples_are_one_generate_call_over_one_prompt_evaluation(model: TransformersModel, monkeypatch) -> None:
+    calls = []
+    generate_once = model.model.generate
+    monkeypatch.setattr(model.model, "generate", lambda *args, **kw: calls.append(1) or generate_once(*args, **kw))
+    shapes, hook = count_forward_tokens(model)
+    try:
+        completions = generate(model, SamplingParams(n=3, temperature=1.0, seed=3, max_tokens=8))
+    finally:
+        hook.remove()
+    prompt_tokens = completions[0].prompt_tokens
+    assert len(calls) == 1
+    assert shapes[0] == (1, prompt_tokens - 1)  # the prompt, once, for every row
+    assert all(shape == (3, 1) for shape in shapes[1:])  # then one token per row and step
+    assert len(shapes) - 1 <= 8  # a step per generated token at most
+
+
+@pytest.mark.model
+def test_each_sample_depends_on_its_seed_not_on_n(model: TransformersModel) -> None:
+    """Row k of a batch samples with seed + k from its own generator, so it matches the call that asks for it
+    alone (batched and single float32 matmuls differ in the last bits; no draw here falls that close to a tie)."""
+    params = SamplingParams(n=4, temperature=1.0, top_p=0.95, seed=11, max_tokens=24, stop=("\n",))
+    together = generate(model, params)
+    alone = [generate(model, params.model_copy(update={"n": 1, "seed": 11 + k}))[0] for k in range(4)]
+    assert [c.token_ids for c in together] == [c.token_ids for c in alone]
+    assert [(c.text, c.finish_reason, c.stop) for c in together] == [(c.text, c.finish_reason, c.stop) for c in alone]
+    assert len({c.completion_tokens for c in together}) > 1  # rows ended at different steps; no padding leaked
+    for completion in together:
+        assert model.chat_tokenizer.decode(completion.token_ids) == completion.text
+        assert len(completion.offsets) == completion.completion_tokens == len(completion.token_ids)
+
+
+@pytest.mark.model
+def test_greedy_from_the_reused_prompt_cache_matches_plain_generation(model: TransformersModel) -> None:
+    import torch
+
+    (completion,) = generate(model, SamplingParams(max_tokens=16))
+    prompt = model.chat_tokenizer.encode(model.chat_tokenizer.render(QUESTION, add_generation_prompt=True))
+    ids = torch.tensor([prompt])
+    with torch.inference_mode():
+        plain = model.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=16, do_sample=False)
+    assert completion.token_ids == plain[0, len(prompt) : len(prompt) + completion.completion_tokens].tolist()

@@ -98,7 +98,7 @@ class LlamaCppModel(LocalModel):
         params.n_batch = params.n_ubatch = n_batch_tokens
         params.n_seq_max = parallel
         params.n_threads = params.n_threads_batch = self.n_threads
-        params.kv_unified = True  # sequences share cells, so a copied prefix costs no memory
+        params.kv_unified = False  # a stream per slot: attention reads only its own cells, not every slot's
         params.no_perf = True
         context = lib.llama_init_from_model(self._model, params)
         if not context:

@@ -72,10 +72,10 @@ class LocalModel:
         """Free the weights."""
         raise NotImplementedError
 
-    def _generate_one(
-        self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
-    ) -> Completion:
-        """One completion; ``seed`` is None for greedy decoding."""
+    def _generate(
+        self, prompt: list[int], params: SamplingParams, seeds: list[int | None], cancelled: threading.Event
+    ) -> list[Completion]:
+        """One completion per seed, in order; a seed of None means greedy decoding."""
         raise NotImplementedError
 
     def _score_tokens(self, prompt: list[int], tokens: list[int], cancelled: threading.Event) -> list[float]:
@@ -204,4 +204,4 @@ class LocalModel:
     ) -> list[Completion]:
         with self._thread_lock:
             prompt = self._prompt(messages, params.max_tokens, "max_tokens")
-            return [self._generate_one(prompt, params, seed, cancelled) for seed in seeds(params)]
+            return self._generate(prompt, params, seeds(params), cancelled)

@@ -8,12 +8,15 @@ GGUF metadata). Nothing is downloaded: every load
 passes ``local_files_only=True`` (as if ``HF_HUB_OFFLINE=1``), so a repo id only works when it is
 already in the Hugging Face cache.
 
-The prompt is rendered with the tokenizer's chat template (:class:`HFTokenizer`). Sampling is plain
-temperature and top-p (the model's own generation defaults, such as top-k or a repetition penalty, are
-overridden); temperature 0 is greedy decoding. The completion's text is the decoding of its token ids
-(special tokens included), ended at the token that completes a stop string. Log-probabilities are
-those of the model's raw distribution (from the unprocessed logits, before temperature and top-p),
-like the llama.cpp backend's; scoring a given continuation takes them from one forward pass.
+The prompt is rendered with the tokenizer's chat template (:class:`HFTokenizer`). The ``n`` completions
+of one call are the rows of one ``generate`` call: the prompt's KV cache is computed once and repeated
+for every row. Sampling is plain temperature and top-p (the model's own generation defaults, such as
+top-k or a repetition penalty, are overridden), each row drawing from a generator of its own seed, so a
+completion is the same whatever ``n``; temperature 0 is greedy decoding. The completion's text is the
+decoding of its token ids (special tokens included), ended at the token that completes a stop string.
+Log-probabilities are those of the model's raw distribution (from the unprocessed logits, before
+temperature and top-p), like the llama.cpp backend's; scoring a given continuation takes them from one
+forward pass.
 
 This class is also the policy that training uses: :attr:`TransformersModel.model` is the loaded
 ``PreTrainedModel`` and :attr:`TransformersModel.tokenizer` its tokenizer, both public, so a trainer
@@ -91,7 +94,6 @@ class TransformersModel(LocalModel):
         self._eos_ids = _eos_ids(self.model, self.tokenizer)
         if not self._eos_ids:
             raise ModelUnavailable(f"model {self.target} defines no end-of-sequence token; it cannot end an answer")
-        self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self._eos_ids[0]
         positions = _max_positions(self.model)
         self.n_ctx_tokens: int = min(n_ctx_tokens or positions or 2**31, positions or 2**31)
         """Prompt plus completion tokens that fit; more raises :class:`ContextOverflow`."""
@@ -115,41 +117,55 @@ class TransformersModel(LocalModel):
         self.model = None
         self.tokenizer = None
 
-    def _generate_one(
-        self, prompt: list[int], params: SamplingParams, seed: int | None, cancelled: threading.Event
-    ) -> Completion:
+    def _generate(
+        self, prompt: list[int], params: SamplingParams, seeds: list[int | None], cancelled: threading.Event
+    ) -> list[Completion]:
         torch = self._torch
-        input_ids = torch.tensor([prompt], dtype=torch.long, device=self.device)
+        prompt_ids = torch.tensor([prompt], dtype=torch.long, device=self.device)
+        input_ids = prompt_ids.expand(len(seeds), -1)
         options: dict[str, Any] = {
             "attention_mask": torch.ones_like(input_ids),
             "max_new_tokens": params.max_tokens,
             "eos_token_id": self._eos_ids,
-            "pad_token_id": self._pad_id,
+            # Rows that end early are padded with an end token, so each completion is cut where its row ended.
+            "pad_token_id": self._eos_ids[0],
             "return_dict_in_generate": True,
             "output_scores": params.logprobs,
             "output_logits": params.logprobs,
             "stopping_criteria": _cancel_criteria(cancelled),
-            # Plain temperature/top-p: override whatever the model's generation_config adds.
+            # Greedy over what _seeded_sampler leaves; override whatever the model's generation_config adds.
+            "do_sample": False,
+            "temperature": 1.0,
+            "top_p": 1.0,
             "repetition_penalty": 1.0,
         }
-        if params.temperature == 0:
-            options |= {"do_sample": False, "temperature": 1.0, "top_p": 1.0}
-        else:
-            sampling = {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0, "min_p": None}
-            options |= {"do_sample": True, **sampling}
+        if seeds != [None]:
+            options["logits_processor"] = _seeded_sampler(torch, seeds, params, self.device)
         if params.stop:
             options |= {"stop_strings": list(params.stop), "tokenizer": self.tokenizer}
-        devices = [self.device] if self.device == "cuda" else []
         try:
-            with torch.random.fork_rng(devices=devices), torch.inference_mode():
-                if seed is not None:
-                    torch.manual_seed(seed)
-                result = self.model.generate(input_ids, **options)
+            with torch.inference_mode():
+                cache = self._prefill(prompt_ids, len(seeds))
+                result = self.model.generate(input_ids, past_key_values=cache, **options)
         except (RuntimeError, ValueError) as exc:
             raise ModelResponseError(
                 f"transformers failed while generating with {self.name} ({exc}); retry, or lower max_tokens"
             ) from exc
-        new_tokens = result.sequences[0, len(prompt) :].tolist()
+        return [self._completion(result, row, prompt, params, cancelled) for row in range(len(seeds))]
+
+    def _prefill(self, prompt_ids: Any, n: int) -> Any:
+        """The KV cache of all prompt tokens but the last, computed once and repeated for ``n`` rows."""
+        if prompt_ids.shape[1] < 2:
+            return None
+        cache = self.model(prompt_ids[:, :-1], use_cache=True).past_key_values
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+        return cache
+
+    def _completion(
+        self, result: Any, row: int, prompt: list[int], params: SamplingParams, cancelled: threading.Event
+    ) -> Completion:
+        new_tokens = result.sequences[row, len(prompt) :].tolist()
         finish_reason = "cancelled" if cancelled.is_set() else "length"
         for index, token in enumerate(new_tokens):
             if token in self._eos_ids:
@@ -163,7 +179,7 @@ class TransformersModel(LocalModel):
             completion_tokens=len(new_tokens),
             token_ids=new_tokens,
             offsets=tokenizer.offsets(new_tokens),
-            logprobs=self._logprobs(result, new_tokens) if params.logprobs else None,
+            logprobs=self._logprobs(result, row, new_tokens) if params.logprobs else None,
         )
         return completion.ended_at_stop(params.stop)
 
@@ -182,12 +198,12 @@ class TransformersModel(LocalModel):
         values = torch.log_softmax(logits, dim=-1).gather(-1, chosen[:, None])[:, 0]
         return [min(0.0, value) for value in values.tolist()]
 
-    def _logprobs(self, result: Any, tokens: list[int]) -> list[TokenLogprob]:
-        """log p(token) for each generated token under the model's raw (unprocessed) distribution."""
-        # output_logits holds the raw logits; scores are after temperature/top-p, used only as a fallback.
+    def _logprobs(self, result: Any, row: int, tokens: list[int]) -> list[TokenLogprob]:
+        """log p(token) for each token of ``row`` under the model's raw (unprocessed) distribution."""
+        # output_logits holds the raw logits; scores are after sampling, used only as a fallback.
         steps = getattr(result, "logits", None) or result.scores
         scores = self.model.compute_transition_scores(result.sequences, steps, normalize_logits=True)
-        values = scores[0, : len(tokens)].float().tolist()
+        values = scores[row, : len(tokens)].float().tolist()
         return [
             TokenLogprob(token=self.chat_tokenizer.decode([token]), logprob=min(0.0, float(value)))
             for token, value in zip(tokens, values, strict=True)
@@ -298,6 +314,28 @@ def _max_positions(model: Any) -> int | None:
     config = getter() if getter else config
     value = getattr(config, "max_position_embeddings", None)
     return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def _seeded_sampler(torch: Any, seeds: list[int | None], params: SamplingParams, device: str) -> Any:
+    """A logits processor that samples each row's next token (temperature, then top-p) with a generator of
+    the row's own seed and leaves only that token, for greedy decoding to pick: completion ``k`` depends on
+    its seed alone, not on how many rows share the batch."""
+    from transformers import LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
+
+    warpers = [TemperatureLogitsWarper(params.temperature)]
+    if params.top_p < 1:
+        warpers.append(TopPLogitsWarper(params.top_p))
+    generators = [torch.Generator(device).manual_seed(seed) for seed in seeds]
+
+    class _SeededSampler(LogitsProcessor):
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            for warper in warpers:
+                scores = warper(input_ids, scores)
+            probs = torch.softmax(scores.float(), dim=-1)
+            chosen = torch.stack([torch.multinomial(p, 1, generator=g) for p, g in zip(probs, generators, strict=True)])
+            return torch.full_like(scores, float("-inf")).scatter(1, chosen, 0.0)
+
+    return LogitsProcessorList([_SeededSampler()])
 
 
 def _cancel_criteria(cancelled: threading.Event) -> Any:
