@@ -6,6 +6,10 @@ import json
 
 import nbformat
 
+from datalyst.agent import ActionKind, Trajectory, Turn
+from datalyst.cli._ask import _speed
+from datalyst.tasks import Task
+
 SCRIPT = [
     "<think>Load the file.</think>\n<code>\n```python\nimport pandas as pd\n"
     "df = pd.read_csv('sales.csv')\nprint(df.groupby('region')['revenue'].sum().idxmax())\n```\n</code>",
@@ -23,6 +27,7 @@ def test_ask_streams_the_turns_and_prints_the_answer(datalyst, replay_spec, tmp_
     assert "Load the file." in done.stdout and "West sells most." in done.stdout
     assert done.stdout.count("West") >= 3  # the printed result, the thought and the answer
     assert "2 turn(s) · " in done.stdout and " tokens generated" in done.stdout and "code ran" in done.stdout
+    assert "reading prompts included" in done.stdout  # a replayed model does not time its first token
     cells = nbformat.read(notebook, as_version=4).cells
     assert [c.cell_type for c in cells].count("code") == 1 and "West" in cells[-2].source
     assert "Which region has the highest revenue?" in page.read_text()
@@ -49,3 +54,28 @@ def test_ask_user_errors_are_one_line(datalyst, tmp_path, examples_dir):
     )
     assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
     assert "cannot reach the model server" in unreachable.stderr
+
+
+def footer(*turns: tuple[int, float, float | None]) -> str:
+    """The footer of a trajectory whose turns wrote (tokens, generation_s, first_token_s)."""
+    trajectory = Trajectory(
+        id="t#0", task=Task(id="t", question="q"), trial=0, dialect="datamind", model="m", sampling={},
+        system_prompt="", first_message="", started_at="2026-01-01T00:00:00Z", datalyst_version="0",
+        termination="answer",
+        turns=[
+            Turn(index=i, raw="", text="", kind=ActionKind.VOID, completion_tokens=tokens, generation_s=seconds,
+                 first_token_s=first, execution_s=0.5)
+            for i, (tokens, seconds, first) in enumerate(turns)
+        ],
+    )  # fmt: skip
+    return _speed(trajectory)
+
+
+def test_the_footer_gives_the_generation_speed_apart_from_reading_prompts():
+    # 100 + 50 tokens in (4 - 1) + (2.5 - 0.5) = 5 s of writing: 30 tokens/s
+    assert footer((100, 4.0, 1.0), (50, 2.5, 0.5)) == (
+        "2 turn(s) · 150 tokens generated in 6.5 s of model time (30.0 tokens/s, after 1.5 s reading prompts) · "
+        "code ran 1.0 s"
+    )
+    # a turn without the first token's time: the speed counts reading prompts in
+    assert "(23.1 tokens/s, reading prompts included)" in footer((100, 4.0, 1.0), (50, 2.5, None))

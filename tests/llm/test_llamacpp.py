@@ -44,6 +44,7 @@ def test_greedy_answer_has_text_reason_and_counts(model):
     assert completion.prompt_tokens > 0
     assert 0 < completion.completion_tokens <= 16
     assert completion.logprobs is None
+    assert completion.first_token_s is not None and completion.first_token_s > 0
 
 
 @pytest.mark.model

@@ -198,6 +198,7 @@ class Agent:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
             generation_s=generation_s,
+            first_token_s=completion.first_token_s,
         )
         errors_in_a_row = state.errors_in_a_row
         if turn.kind == ActionKind.VOID:

@@ -65,6 +65,9 @@ class Turn(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     generation_s: float = 0.0
+    """Seconds the model took for the turn, from the request to its last token."""
+    first_token_s: float | None = None
+    """Of ``generation_s``, the seconds before its first token (when the backend measures it)."""
     execution_s: float = 0.0
 
     @property

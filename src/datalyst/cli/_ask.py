@@ -78,7 +78,13 @@ def _speed(trajectory: Trajectory) -> str:
     tokens = sum(turn.completion_tokens for turn in turns)
     generation_s = sum(turn.generation_s for turn in turns)
     execution_s = sum(turn.execution_s for turn in turns)
-    speed = f", {tokens / generation_s:.1f} tokens/s with the prompts read" if generation_s > 0 and tokens else ""
+    waits = [turn.first_token_s for turn in turns if turn.first_token_s is not None]
+    if tokens and len(waits) == len(turns) and generation_s > (reading_s := sum(waits)):
+        speed = f" ({tokens / (generation_s - reading_s):.1f} tokens/s, after {reading_s:.1f} s reading prompts)"
+    elif tokens and generation_s > 0:
+        speed = f" ({tokens / generation_s:.1f} tokens/s, reading prompts included)"
+    else:
+        speed = ""
     return (
         f"{len(turns)} turn(s) · {tokens} tokens generated in {generation_s:.1f} s of model time{speed} · "
         f"code ran {execution_s:.1f} s"

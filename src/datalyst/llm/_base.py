@@ -68,6 +68,9 @@ class Completion(BaseModel):
     offsets: list[int] | None = None
     logprobs: list[TokenLogprob] | None = None
     """One per token, aligned with ``token_ids`` when both are present."""
+    first_token_s: float | None = None
+    """Seconds from the request to the first generated token (reading the prompt, waiting for a slot),
+    when the backend measures it."""
 
     def cut(self, n_chars: int) -> Completion:
         """The shortest prefix of whole tokens covering the first ``n_chars`` characters.

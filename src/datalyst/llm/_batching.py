@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class Job:
     cancelled: threading.Event
     score: list[int] | None = None
     future: Future = field(default_factory=Future)
+    submitted: float = field(default_factory=time.monotonic)
 
     @property
     def sequence(self) -> list[int]:
@@ -84,6 +86,7 @@ class _Slot:
     logprobs: list[TokenLogprob] | None = None
     scores: list[float] = field(default_factory=list)
     spelling: Spelling | None = None
+    first_token_s: float | None = None
     last_used: int = 0
 
 
@@ -199,7 +202,7 @@ class BatchEngine:
             self.stats.copied_tokens += common
         self.stats.prompt_tokens += len(job.prompt)
         slot.job, slot.pending = job, job.sequence[common:]
-        slot.ids, slot.scores, slot.spelling = [], [], Spelling()
+        slot.ids, slot.scores, slot.spelling, slot.first_token_s = [], [], Spelling(), None
         slot.logprobs = [] if job.params.logprobs else None
         slot.sampler = None if job.score is not None else _sampler(lib, job.params, job.seed)
 
@@ -258,6 +261,8 @@ class BatchEngine:
                 self._finish(slot)
             return
         token = self._lib.llama_sampler_sample(slot.sampler, self._ctx, row)
+        if slot.first_token_s is None:
+            slot.first_token_s = time.monotonic() - job.submitted
         if self._tokenizer.ends_generation(token):
             self._finish(slot, reason="stop")
             return
@@ -312,6 +317,7 @@ class BatchEngine:
                     token_ids=slot.ids,
                     offsets=offsets,
                     logprobs=slot.logprobs,
+                    first_token_s=slot.first_token_s,
                 )
             )
 
