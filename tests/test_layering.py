@@ -16,6 +16,7 @@ ALLOWED = {
     "tasks": {"data"},
     "agent": {"llm", "sandbox", "data", "tasks"},
     "judge": {"llm", "tasks"},
+    "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "eval"},
 }
