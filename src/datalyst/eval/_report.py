@@ -16,7 +16,7 @@ from datalyst.eval._metrics import Behaviour, PassRates, behaviour, pass_rates
 from datalyst.eval._verdicts import Verdict
 from datalyst.files import write_atomic
 from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
-from datalyst.provenance import git_revision
+from datalyst.provenance import git_revision, short_revision
 from datalyst.tasks import Task
 
 SCHEMA_VERSION = 2
@@ -217,6 +217,7 @@ def render_markdown(report: EvalReport) -> str:
     config = report.config
     k = config.trials
     subset = f", stratified subset of {config.subset} by {config.stratify_by} (seed {config.seed})"
+    revision = f" ({short_revision(report.git_revision)})" if report.git_revision else ""
     lines = [
         f"# Evaluation: {config.bench} with {config.model}",
         "",
@@ -225,7 +226,7 @@ def render_markdown(report: EvalReport) -> str:
         f"temperature {config.agent.sampling.temperature}, top-p {config.agent.sampling.top_p}, "
         f"at most {config.agent.max_turns} turns of {config.agent.sampling.max_tokens} tokens. "
         f"datalyst {report.datalyst_version}"
-        f"{f' ({report.git_revision[:10]})' if report.git_revision else ''}, {report.created_at:%Y-%m-%d %H:%M} UTC.",
+        f"{revision}, {report.created_at:%Y-%m-%d %H:%M} UTC.",
         "",
         "Rates in %, with 95% bootstrap intervals over the tasks with finished trajectories "
         "(`done` counts trajectories; an unfinished run is resumed by running the same command again).",

@@ -1,0 +1,28 @@
+"""The source revision that manifests and reports record."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from datalyst.provenance import git_revision, short_revision
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(*arguments: str) -> str:
+    return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_revision_is_the_checkout_and_says_when_tracked_files_changed():
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    assert git_revision() == git("rev-parse", "HEAD") + ("-dirty" if dirty else "")
+
+
+def test_the_short_form_keeps_the_dirty_mark():
+    assert short_revision("0123456789abcdef-dirty") == "0123456789-dirty"
+    assert short_revision("0123456789abcdef") == "0123456789"
