@@ -18,7 +18,7 @@ ALLOWED = {
     "judge": {"llm", "tasks"},
     "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
-    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "eval"},
+    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "eval"},
 }
 
 

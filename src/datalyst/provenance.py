@@ -1,11 +1,31 @@
-"""Where results come from: the source revision recorded in manifests and reports."""
+"""Where results come from: run manifests and the source revision they and reports record."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from datalyst import __version__
+from datalyst.files import write_atomic
 
 DIRTY = "-dirty"
+
+
+def write_manifest(out_path: Path, **fields: Any) -> Path:
+    """Record beside ``out_path`` how it is being made: ``fields`` (config, seed, counts) with the datalyst
+    version, the git revision and the time; returns the manifest's path (``<out>.manifest.json``)."""
+    manifest = {
+        "datalyst_version": __version__,
+        "git_revision": git_revision(),
+        "started_at": datetime.now(UTC).isoformat(),
+        **fields,
+    }
+    path = out_path.with_name(out_path.name + ".manifest.json")
+    write_atomic(path, json.dumps(manifest, indent=2))
+    return path
 
 
 def git_revision() -> str | None:

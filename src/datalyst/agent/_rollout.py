@@ -8,13 +8,11 @@ others; a resumed file rollout runs those again. Cancelling a rollout closes eve
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -28,14 +26,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from datalyst import __version__
 from datalyst.agent._agent import Agent
 from datalyst.agent._store import finished_ids
 from datalyst.agent._trajectory import Termination, Trajectory, trajectory_id
 from datalyst.errors import IsolationUnavailable
-from datalyst.files import write_atomic
 from datalyst.jsonl import drop_torn_tail
-from datalyst.provenance import git_revision
+from datalyst.provenance import write_manifest
 from datalyst.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -138,7 +134,13 @@ async def rollout(
     drop_torn_tail(out_path)
     done = finished_ids(out_path) | set(skip_ids)
     todo = sum(trajectory_id(task.id, trial) not in done for task in tasks for trial in range(trials))
-    _write_manifest(out_path, agent, trials=trials, concurrency=concurrency)
+    write_manifest(
+        out_path,
+        model=agent.model.spec,
+        agent=agent.config.model_dump(mode="json"),
+        trials=trials,
+        concurrency=concurrency,
+    )
     counts: Counter[str] = Counter()
     started = time.monotonic()
     bar = _progress(progress)
@@ -193,17 +195,3 @@ def _progress(enabled: bool) -> Progress:
         console=Console(stderr=True),  # stdout stays free for results
         disable=not enabled,
     )
-
-
-def _write_manifest(out_path: Path, agent: Agent, **settings: int) -> None:
-    """Record how the rollout was made beside its output (config, versions, git revision)."""
-    manifest = {
-        "datalyst_version": __version__,
-        "git_revision": git_revision(),
-        "model": agent.model.spec,
-        "agent": agent.config.model_dump(mode="json"),
-        "started_at": datetime.now(UTC).isoformat(),
-        **settings,
-    }
-    manifest_path = out_path.with_name(out_path.name + ".manifest.json")
-    write_atomic(manifest_path, json.dumps(manifest, indent=2))

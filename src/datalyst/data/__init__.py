@@ -8,11 +8,12 @@ the file, the reason and a hint.
 from datalyst.errors import DataFileError
 
 from ._describe import describe
-from ._kinds import FileKind, detect_kind
+from ._kinds import DATA_SUFFIXES, FileKind, detect_kind
 from ._loaders import load, load_table
 from ._models import SCHEMA_VERSION, ColumnInfo, FileInfo, ForeignKeyInfo, TableInfo
 
 __all__ = [
+    "DATA_SUFFIXES",
     "SCHEMA_VERSION",
     "ColumnInfo",
     "DataFileError",

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from ._common import check_file, exc_text, file_error
 
-__all__ = ["FileKind", "detect_kind"]
+__all__ = ["DATA_SUFFIXES", "FileKind", "detect_kind"]
 
 
 class FileKind(StrEnum):
@@ -39,6 +39,9 @@ _EXTENSIONS: dict[str, FileKind] = {
     ".db": FileKind.SQLITE,
     ".db3": FileKind.SQLITE,
 }
+
+DATA_SUFFIXES = frozenset(_EXTENSIONS)
+"""File name suffixes (lower case, with the dot) of the kinds datalyst reads."""
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ZIP_MAGIC = b"PK\x03\x04"

@@ -1,0 +1,83 @@
+"""``datalyst synth``: make tasks from data files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from datalyst.cli._app import app
+from datalyst.errors import ConfigError
+from datalyst.eval import load_bench
+from datalyst.paths import benchmarks_dir
+from datalyst.synth import FileOptions, benchmark_fingerprints, collect_files
+from datalyst.tasks import Task
+
+synth_app = typer.Typer(help="Synthesize tasks from data files.", no_args_is_help=True)
+app.add_typer(synth_app, name="synth")
+
+
+@synth_app.command("files")
+def files_command(
+    roots: Annotated[list[Path], typer.Argument(help="Folders (or files) to scan.", show_default=False)],
+    out: Annotated[Path, typer.Option(help="Records of the kept tables (JSONL); running again resumes.")],
+    min_rows: Annotated[int, typer.Option(help="Fewest rows a table may have.")] = 20,
+    max_rows: Annotated[int, typer.Option(help="Most rows a table may have.")] = 1000,
+    min_columns: Annotated[int, typer.Option(help="Fewest columns.")] = 2,
+    max_columns: Annotated[int, typer.Option(help="Most columns.")] = 50,
+    max_missing_share: Annotated[float, typer.Option(help="Largest share of empty cells.")] = 0.5,
+    convert_share: Annotated[
+        float, typer.Option(help="Share of CSV/TSV tables converted, half to XLSX and half to SQLite.")
+    ] = 0.3,
+    seed: Annotated[int, typer.Option(help="Seed of which tables are converted.")] = 0,
+    converted_dir: Annotated[
+        Path | None, typer.Option(help="Where converted files go. [default: OUT.converted]")
+    ] = None,
+    against: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Benchmark whose tables are dropped from the corpus: dabench, tablebench:PATH or tasks:PATH; "
+            "repeat for several. [default: dabench, and the shared TableBench example]"
+        ),
+    ] = None,
+    no_decontaminate: Annotated[bool, typer.Option("--no-decontaminate", help="Keep benchmark tables.")] = False,
+) -> None:
+    """Collect usable tables from ROOTS: load every data file, filter, de-duplicate and drop benchmark tables."""
+    try:
+        options = FileOptions(
+            min_rows=min_rows,
+            max_rows=max_rows,
+            min_columns=min_columns,
+            max_columns=max_columns,
+            max_missing_share=max_missing_share,
+            convert_share=convert_share,
+            seed=seed,
+        )
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
+    console = Console(stderr=True, highlight=False)
+    tasks = [] if no_decontaminate else _benchmark_tasks(against)
+    benchmarks = benchmark_fingerprints(tasks)
+    if benchmarks:
+        console.print(f"[dim]decontaminating against {len(benchmarks)} benchmark tables[/]")
+    funnel = collect_files(roots, out, options=options, benchmarks=benchmarks, converted_dir=converted_dir)
+    kinds = ", ".join(f"{n} {kind}" for kind, n in funnel.kept_by_kind.items())
+    dropped = ", ".join(f"{n} {reason}" for reason, n in funnel.dropped_by_reason.items())
+    console.print(f"kept {funnel.kept} of {funnel.files} files ({kinds}; {funnel.converted} converted)")
+    console.print(f"dropped: {dropped or 'none'}")
+    console.print(f"[dim]records in {out}, rejections in {out}.rejected.jsonl[/]")
+
+
+def _benchmark_tasks(against: list[str] | None) -> list[Task]:
+    if against is None:
+        examples = sorted((benchmarks_dir() / "tablebench-example" / "inference_results").glob("*.jsonl"))
+        against = ["dabench", *(f"tablebench:{path}" for path in examples[:1])]
+    tasks: list[Task] = []
+    for item in against:
+        name, _, path = item.partition(":")
+        tasks += load_bench(name, path or None)
+    return tasks

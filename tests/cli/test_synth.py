@@ -1,0 +1,25 @@
+"""``datalyst synth files`` as a user runs it: the funnel printed, records written, bad options in one line."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def test_synth_files_prints_the_funnel_and_writes_records(datalyst, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    pd.DataFrame({"item": [f"i{n}" for n in range(25)], "price": range(25)}).to_csv(folder / "a.csv", index=False)
+    pd.DataFrame({"item": ["x"], "price": [1]}).to_csv(folder / "tiny.csv", index=False)
+    out = tmp_path / "files.jsonl"
+    done = datalyst("synth", "files", str(folder), "--out", str(out), "--convert-share", "0")
+    assert done.returncode == 0, done.stderr
+    assert "kept 1 of 2 files (1 csv; 0 converted)" in done.stderr and "1 too_few_rows" in done.stderr
+    assert "decontaminating against" in done.stderr  # DABench's tables by default
+    assert len(out.read_text().splitlines()) == 1
+
+
+def test_synth_files_user_errors_are_one_line(datalyst, tmp_path):
+    bad = datalyst("synth", "files", str(tmp_path), "--out", str(tmp_path / "f.jsonl"), "--convert-share", "2")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --convert-share:") and "Traceback" not in bad.stderr
+    missing = datalyst("synth", "files", str(tmp_path / "nowhere"), "--out", str(tmp_path / "f.jsonl"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
