@@ -18,7 +18,8 @@ from datalyst.llm import SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``."""
 
 
 def trajectory_id(task_id: str, trial: int) -> str:
@@ -110,10 +111,12 @@ class Trajectory(BaseModel):
                 f"trajectory schema {version} is newer than this datalyst reads ({SCHEMA_VERSION}); upgrade datalyst"
             )
         if version == 1:
-            data = {**data, "schema_version": SCHEMA_VERSION, "trial": data.get("sample", 0)}
+            data = {**data, "trial": data.get("sample", 0)}
             data.pop("sample", None)
             # Schema 1 kept the whole completion in the conversation: that is what the model saw.
             data["turns"] = [{**turn, "text": turn.get("raw", "")} for turn in data.get("turns", [])]
+        if isinstance(version, int) and version < SCHEMA_VERSION:
+            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 only added a field
         return data
 
     @property
