@@ -9,11 +9,11 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from datalyst.cli._app import app
+from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.paths import benchmarks_dir
-from datalyst.synth import FileOptions, benchmark_fingerprints, collect_files
+from datalyst.synth import FileOptions, TemplateOptions, benchmark_fingerprints, collect_files, make_template_tasks
 from datalyst.tasks import Task
 
 synth_app = typer.Typer(help="Synthesize tasks from data files.", no_args_is_help=True)
@@ -70,6 +70,30 @@ def files_command(
     console.print(f"kept {funnel.kept} of {funnel.files} files ({kinds}; {funnel.converted} converted)")
     console.print(f"dropped: {dropped or 'none'}")
     console.print(f"[dim]records in {out}, rejections in {out}.rejected.jsonl[/]")
+
+
+@synth_app.command("templates")
+def templates_command(
+    files: Annotated[Path, typer.Argument(help="The output of `synth files`.", show_default=False)],
+    out: Annotated[Path, typer.Option(help="Tasks (JSONL); running again resumes.")],
+    seed: Annotated[int, typer.Option(help="Seed of the templates' choices.")] = 0,
+    drafts_per_template: Annotated[int, typer.Option(help="Drafts each template makes per table.")] = 2,
+    allow_unisolated: AllowUnisolated = False,
+) -> None:
+    """Make tasks with verified answers: every template on every table, each solution run in the sandbox."""
+    if drafts_per_template < 1:
+        raise ConfigError("--drafts-per-template must be at least 1")
+    options = TemplateOptions(seed=seed, drafts_per_template=drafts_per_template)
+    summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
+    console = Console(stderr=True, highlight=False)
+    console.print(f"{summary.tasks} tasks from {summary.tables_with_tasks} of {summary.tables} tables")
+    for title, counts in (
+        ("categories", summary.by_category),
+        ("levels", summary.by_level),
+        ("formats", summary.by_format),
+        ("rejected drafts", summary.rejected_by_check),
+    ):
+        console.print(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
 
 
 def _benchmark_tasks(against: list[str] | None) -> list[Task]:

@@ -11,6 +11,7 @@ from datalyst.synth._files import (
     find_data_files,
     read_source_files,
 )
+from datalyst.synth._programmatic import TemplateOptions, TemplateSummary, make_template_tasks
 from datalyst.synth.taxonomy import CATEGORIES, Category, category
 
 __all__ = [
@@ -21,9 +22,12 @@ __all__ = [
     "Funnel",
     "Rejection",
     "SourceFile",
+    "TemplateOptions",
+    "TemplateSummary",
     "benchmark_fingerprints",
     "category",
     "collect_files",
     "find_data_files",
+    "make_template_tasks",
     "read_source_files",
 ]

@@ -5,13 +5,14 @@ from datalyst.tasks._dabench import load_dabench
 from datalyst.tasks._io import read_tasks, write_tasks
 from datalyst.tasks._subset import StratifyBy, stratified_subset
 from datalyst.tasks._tablebench import TABLEBENCH_FORMAT, load_tablebench, tablebench_csv
-from datalyst.tasks._task import SCHEMA_VERSION, JudgeName, Task
+from datalyst.tasks._task import SCHEMA_VERSION, JudgeName, Lineage, Task
 
 __all__ = [
     "SCHEMA_VERSION",
     "SQL_ANSWER_FORMAT",
     "TABLEBENCH_FORMAT",
     "JudgeName",
+    "Lineage",
     "StratifyBy",
     "Task",
     "load_bird",

@@ -6,13 +6,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""3 added ``solution`` and ``lineage`` (synthesized tasks)."""
 
 JudgeName = Literal["dabench", "tablebench", "sql", "csv", "rule", "llm"]
 """How an answer is checked: ``dabench`` (official ``@name[value]`` rules), ``tablebench``
 (official EM / ROUGE-L by question type), ``sql`` (execution accuracy of a predicted query),
 ``csv`` (a result table compared column by column), ``rule`` (the deterministic 3% rule),
 ``llm`` (a judge model)."""
+
+
+class Lineage(BaseModel):
+    """Where a synthesized task comes from, so any task can be traced and made again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generator: str
+    """The template or pipeline step that wrote it, e.g. ``ranking.top_group``."""
+    version: int
+    """The generator's version: a change to what it writes raises it."""
+    seed: int
+    parents: list[str] = []
+    """Ids of the easier tasks it was composed from."""
+    source_hash: str | None = None
+    """Content hash of the table it asks about (``synth files``)."""
 
 
 class Task(BaseModel):
@@ -40,3 +57,6 @@ class Task(BaseModel):
     concepts: list[str] = []
     source: str | None = None
     """Where the task comes from (a benchmark name, a synthesis run)."""
+    solution: str | None = None
+    """A canonical Python solution that prints the answer (synthesized tasks), run to obtain ``answer``."""
+    lineage: Lineage | None = None
