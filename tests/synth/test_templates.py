@@ -25,6 +25,7 @@ def sales(rows: int = 60) -> pd.DataFrame:
             "units": rng.integers(1, 400, rows),
             "price": rng.uniform(2, 90, rows).round(2),
             "rating": rng.normal(3.5, 0.8, rows).round(1),
+            "year": rng.integers(2015, 2021, rows),
         }
     )
     frame.loc[[3, 17, 40], "rating"] = np.nan
@@ -89,7 +90,73 @@ def expected(name: str, df: pd.DataFrame, p: dict) -> dict[str, object]:
     if name == "impact.slope":
         pair = df[[p["x"], p["y"]]].dropna()
         return {"slope": stats.linregress(pair[p["x"]], pair[p["y"]]).slope}
+    if name == "descriptive.quartiles":
+        q1, q3 = np.percentile(df[p["number"]].dropna(), [25, 75])
+        return {"q1": q1, "q3": q3, "iqr": q3 - q1}
+    if name == "descriptive.incomplete_rows":
+        rows = [row for row in df.itertuples(index=False) if any(pd.isna(value) for value in row)]
+        complete = [column for column in df.columns if not any(pd.isna(value) for value in df[column])]
+        return {"incomplete_rows": len(rows), "complete_columns": len(complete)}
+    if name in ("time.top_year", "time.yearly_growth"):
+        totals: dict[int, float] = {}
+        for year, value in zip(df[p["date"]], df[p["number"]], strict=True):
+            totals[year] = totals.get(year, 0) + (0 if pd.isna(value) else value)
+        if name == "time.top_year":
+            best = max(totals, key=totals.get)
+            return {"year": best, "total": totals[best]}
+        first, last = totals[min(totals)], totals[max(totals)]
+        return {"percent_change": 100 * (last - first) / first}
+    if name == "facts.same_leader":
+        leaders = []
+        for number in (p["first"], p["second"]):
+            means = {value: df[df[p["category"]] == value][number].mean() for value in df[p["category"]].unique()}
+            leaders.append(max(means, key=means.get))
+        return {"leader_first": leaders[0], "leader_second": leaders[1], "claim": str(leaders[0] == leaders[1]).lower()}
+    if name == "causal.adjusted_slope":
+        data = df[[p["x"], p["y"], p["z"]]].dropna()
+        design = np.column_stack([np.ones(len(data)), data[p["x"]], data[p["z"]]])
+        adjusted = np.linalg.solve(design.T @ design, design.T @ data[p["y"]].to_numpy())[1]
+        return {"raw_slope": stats.linregress(data[p["x"]], data[p["y"]]).slope, "adjusted_slope": adjusted}
+    if name == "preprocessing.clean_then_summarise":
+        unique_rows = {tuple("nan" if pd.isna(v) else v for v in row) for row in df.itertuples(index=False)}
+        values = df[p["number"]].to_numpy(dtype=float)
+        values = np.where(np.isnan(values), np.nanmedian(values), values)
+        z = (values - values.mean()) / values.std(ddof=1)
+        return {"rows": len(unique_rows), "above_one": int((z > 1).sum())}
+    if name == "multihop.chain":
+        return run_chain(df, p["steps"])
     raise AssertionError(f"no independent computation for {name}; add one")
+
+
+def run_chain(df: pd.DataFrame, steps: list[tuple]) -> dict[str, object]:
+    """A composed question's answers, by carrying out its recorded steps one by one."""
+    df, found, label, value, grouped = df.copy(), {}, None, None, None
+    for index, (op, *args) in enumerate(steps):
+        if op == "keep":
+            df = df[[str(v) == args[1] for v in df[args[0]]]]
+        elif op == "above":
+            df = df[df[args[0]] > args[1]]
+        elif op == "derive":
+            df[args[0]] = [a / b if b else np.nan for a, b in zip(df[args[1]], df[args[2]], strict=True)]
+        elif op == "rank":
+            grouped = args[0]
+            means = {g: np.nanmean(df[df[grouped] == g][args[1]]) for g in df[grouped].unique()}
+            means = {g: m for g, m in means.items() if not np.isnan(m)}
+            label = (max if args[2] == "highest" else min)(means, key=means.get)
+            found[f"{args[2]}_{grouped}"] = label
+        elif op == "select":
+            df = df[df[grouped] == label]
+        elif op == "aggregate":
+            value = {"mean": np.nanmean, "median": np.nanmedian, "sum": np.nansum}[args[1]](df[args[0]].to_numpy(float))
+            if index == len(steps) - 1:
+                found[f"{args[1]}_{args[0]}"] = value
+        elif op == "above_result":
+            df = df[df[args[0]] > value]
+        elif op == "count":
+            found["rows"] = len(df)
+        elif op == "correlate":
+            found["correlation"] = stats.pearsonr(*df[list(args)].dropna().to_numpy().T).statistic
+    return found
 
 
 def drafts(record, name: str) -> list[Draft]:
@@ -104,7 +171,7 @@ def test_the_solution_prints_what_pandas_computes(table, name):
     made = drafts(record, name)
     assert made, f"{name} made no draft for a table with numbers, categories and labels"
     df = sales()
-    for draft in made:
+    for draft in [parent for composed in made for parent in composed.parents] + made:
         verdict = verify(draft, load_code(record) + draft.code, box, prompt="")
         assert verdict.answer is not None, verdict
         truth = expected(name, df, draft.params)
@@ -116,3 +183,17 @@ def test_the_solution_prints_what_pandas_computes(table, name):
             else:
                 decimals = len(printed.partition(".")[2])
                 assert float(printed) == pytest.approx(round(float(value), decimals), abs=10**-decimals), key
+
+
+def test_a_composed_question_extends_the_questions_it_is_built_on(table):
+    record, _ = table
+    composed = [d for seed in range(30) if (d := TEMPLATES["multihop.chain"][1](roles(record), random.Random(seed)))]
+    assert {d.level for d in composed} == {"easy", "medium", "hard"}
+    assert any(d.parents for d in composed)
+    for draft in composed:
+        hops = len(draft.params["steps"])
+        assert 2 <= hops <= 5 and draft.level == ("easy" if hops <= 2 else "medium" if hops == 3 else "hard")
+        assert 1 <= len(draft.answers) <= 5
+        for parent in draft.parents:
+            assert draft.code.startswith(parent.code) and draft.question.startswith(parent.question)
+            assert len(parent.params["steps"]) < hops

@@ -1,5 +1,6 @@
 """Task synthesis: questions about real data files, with answers computed by running code where possible."""
 
+from datalyst.synth import _chains  # noqa: F401  (registers the composed template)
 from datalyst.synth._files import (
     REASONS,
     FileOptions,

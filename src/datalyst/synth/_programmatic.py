@@ -117,7 +117,10 @@ def _table_tasks(record: SourceFile, options: TemplateOptions, require_isolation
     if not drafts:
         return [], rejected
     with Sandbox(files=[record.path], limits=Limits(wall_s=20, cpu_s=20), require_isolation=require_isolation) as box:
-        for draft in drafts:
+        ids: dict[str, str] = {}  # question -> id of the verified task
+        for draft in _parents_first(drafts):
+            if draft.question in ids:
+                continue
             if near_duplicate(draft.question, kept_shingles):
                 rejected["near_duplicate"] += 1
                 continue
@@ -126,11 +129,29 @@ def _table_tasks(record: SourceFile, options: TemplateOptions, require_isolation
                 rejected[verdict.reason or "solution_failed"] += 1
                 continue
             kept_shingles.append(shingles(draft.question))
-            tasks.append(_task(record, draft, load + draft.code, verdict.answer, options))
+            parents = [ids[parent.question] for parent in draft.parents if parent.question in ids]
+            task = _task(record, draft, load + draft.code, verdict.answer, options.seed, parents)
+            ids[draft.question] = task.id
+            tasks.append(task)
     return tasks, rejected
 
 
-def _task(record: SourceFile, draft: Draft, solution: str, answer: dict[str, str], options: TemplateOptions) -> Task:
+def _parents_first(drafts: list[Draft]) -> list[Draft]:
+    """Every draft after the easier drafts it composes."""
+    ordered: list[Draft] = []
+    for draft in drafts:
+        ordered += [*_parents_first(list(draft.parents)), draft]
+    return ordered
+
+
+def _task(
+    record: SourceFile,
+    draft: Draft,
+    solution: str,
+    answer: dict[str, str],
+    seed: int,
+    parents: list[str],
+) -> Task:
     digest = hashlib.sha256(f"{draft.question}\n{draft.constraints}".encode()).hexdigest()[:8]
     return Task(
         id=f"{record.id[:8]}-{digest}",
@@ -145,7 +166,11 @@ def _task(record: SourceFile, draft: Draft, solution: str, answer: dict[str, str
         source=SOURCE,
         solution=solution,
         lineage=Lineage(
-            generator=draft.template, version=GENERATOR_VERSION, seed=options.seed, source_hash=record.content_hash
+            generator=draft.template,
+            version=GENERATOR_VERSION,
+            seed=seed,
+            parents=parents,
+            source_hash=record.content_hash,
         ),
     )
 

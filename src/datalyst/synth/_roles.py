@@ -1,8 +1,9 @@
 """What each column of a collected table can be used for in a question, read from its meta-information.
 
 ``numbers`` are measurements to aggregate and test, ``categories`` are small sets of values to group or
-filter by, ``labels`` name the rows one by one (answers of "which ..." questions), and ``dates`` order them
-in time. How a table is loaded in a solution (``load_code``) follows the file's kind.
+filter by, ``labels`` name the rows one by one (answers of "which ..." questions), and ``dates`` (dates,
+times, or whole numbers that are all years) order them in time. How a table is loaded in a solution
+(``load_code``) follows the file's kind.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ class Column:
         return repr(self.name)
 
     @property
+    def year_code(self) -> str:
+        """The calendar year of each row of a date column, as solution code computes it."""
+        if self.info.kind == "numeric":
+            return f"df[{self.code}]"
+        fmt = f", format={self.info.date_format!r}" if self.info.date_format else ""
+        return f"pd.to_datetime(df[{self.code}]{fmt}, errors='coerce').dt.year"
+
+    @property
     def values(self) -> list[str]:
         """A category's values with at least ``MIN_GROUP_ROWS`` rows each, most frequent first."""
         pairs = zip(self.info.values or [], self.info.value_counts or [], strict=False)
@@ -63,7 +72,9 @@ def roles(record: SourceFile) -> Roles:
         if present < rows / 2 or not info.name.strip():
             continue
         unique = info.unique or 0
-        if info.kind == "numeric" and unique >= 5 and not _identifier(info, rows):
+        if info.kind == "numeric" and _years(info) and unique >= 2:
+            dates.append(column)
+        elif info.kind == "numeric" and unique >= 5 and not _identifier(info, rows):
             numbers.append(column)
         elif info.kind in ("text", "boolean") and 2 <= len(column.values) <= MAX_CATEGORIES:
             categories.append(column)
@@ -102,8 +113,8 @@ def _years(info: ColumnInfo) -> bool:
 
 
 def _identifier(info: ColumnInfo, rows: int) -> bool:
-    """A numeric column that numbers or codes rows, or dates them by year, rather than measures them."""
-    if ID_NAME.search(info.name) or _years(info):
+    """A numeric column that numbers or codes rows rather than measures them."""
+    if ID_NAME.search(info.name):
         return True
     if not (isinstance(info.max, int | float) and isinstance(info.min, int | float)):
         return False

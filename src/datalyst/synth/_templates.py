@@ -411,5 +411,180 @@ def slope(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft("impact.slope", "medium", question, constraints, answers, code, x=x.name, y=y.name)
 
 
+@template("descriptive.quartiles", "Descriptive Analysis")
+def quartiles(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers)):
+        return None
+    number = picked[0]
+    question = rng.choice([
+        f"What are the first and third quartiles of {number.words}, and the interquartile range?",
+        f"Summarise the spread of {number.words}: give its 25th and 75th percentiles and their difference.",
+    ])  # fmt: skip
+    code = (
+        f"values = df[{number.code}].dropna()\n"
+        "q1, q3 = values.quantile(0.25), values.quantile(0.75)\n"
+        'print(f"@q1[{q1:.2f}]")\n'
+        'print(f"@q3[{q3:.2f}]")\n'
+        'print(f"@iqr[{q3 - q1:.2f}]")\n'
+    )
+    constraints = "Use linear interpolation between values (pandas' default quantile method); ignore missing values."
+    answers = [
+        Answer("q1", "the 25th percentile", decimals=2),
+        Answer("q3", "the 75th percentile", decimals=2),
+        Answer("iqr", "the interquartile range", decimals=2),
+    ]
+    return _draft("descriptive.quartiles", "easy", question, constraints, answers, code, number=number.name)
+
+
+@template("descriptive.incomplete_rows", "Descriptive Analysis")
+def incomplete_rows(roles: Roles, rng: random.Random) -> Draft | None:
+    if not any(column.info.missing for column in roles.numbers + roles.categories + roles.labels):
+        return None
+    question = "How many rows have at least one missing value, and how many columns have no missing value at all?"
+    code = (
+        'print(f"@incomplete_rows[{int(df.isna().any(axis=1).sum())}]")\n'
+        'print(f"@complete_columns[{int((~df.isna().any()).sum())}]")\n'
+    )
+    constraints = "An empty cell counts as missing; consider every column of the table."
+    answers = [
+        Answer("incomplete_rows", "the number of rows with a missing value", integer=True),
+        Answer("complete_columns", "the number of columns without one", integer=True),
+    ]
+    return _draft("descriptive.incomplete_rows", "easy", question, constraints, answers, code)
+
+
+@template("time.top_year", "Time-based Calculation")
+def top_year(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
+        return None
+    number, date = picked[0], when[0]
+    question = rng.choice([
+        f"In which year was the total {number.words} the highest, and what was that total?",
+        f"Add up {number.words} by calendar year (from {date.words}). Which year has the largest sum, and what is it?",
+    ])  # fmt: skip
+    code = (
+        f"years = {date.year_code}\n"
+        f"totals = df[{number.code}].groupby(years).sum()\n"
+        'print(f"@year[{int(totals.idxmax())}]")\n'
+        'print(f"@total[{totals.max():.2f}]")\n'
+    )
+    constraints = f"The year of a row is the calendar year of its {date.words}; rows without one are left out."
+    answers = [Answer("year", "the year", integer=True), Answer("total", "that year's total", decimals=2)]
+    return _draft("time.top_year", "medium", question, constraints, answers, code, number=number.name, date=date.name)
+
+
+@template("time.yearly_growth", "Time-based Calculation")
+def yearly_growth(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
+        return None
+    number, date = picked[0], when[0]
+    question = (
+        f"By what percentage did the yearly total of {number.words} change from the first year in the data to "
+        "the last one?"
+    )
+    code = (
+        f"years = {date.year_code}\n"
+        f"totals = df[{number.code}].groupby(years).sum().sort_index()\n"
+        "change = 100 * (totals.iloc[-1] - totals.iloc[0]) / totals.iloc[0]\n"
+        'print(f"@percent_change[{change:.2f}]")\n'
+    )
+    constraints = (
+        f"Take calendar years of {date.words}, sum {number.words} per year, and compare the latest year's total "
+        "with the earliest year's."
+    )
+    answers = [Answer("percent_change", "the change in percent (negative for a fall)", decimals=2)]
+    return _draft(
+        "time.yearly_growth", "medium", question, constraints, answers, code, number=number.name, date=date.name
+    )
+
+
+@template("facts.same_leader", "Fact Checking")
+def same_leader(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers, 2)) or not (group := _pick(rng, roles.categories)):
+        return None
+    (first, second), category = picked, group[0]
+    question = (
+        f"Check this claim: the {category.words} with the highest average {first.words} also has the highest "
+        f"average {second.words}. Is it true?"
+    )
+    code = (
+        f"means = df.groupby({category.code})[[{first.code}, {second.code}]].mean()\n"
+        f"first, second = means[{first.code}].idxmax(), means[{second.code}].idxmax()\n"
+        'print(f"@leader_first[{first}]")\n'
+        'print(f"@leader_second[{second}]")\n'
+        "print(f\"@claim[{'true' if first == second else 'false'}]\")\n"
+    )
+    constraints = f"Compare the mean of each measure per {category.words}, ignoring missing values."
+    answers = [
+        Answer("leader_first", f"the {category.words} with the highest average {first.words}"),
+        Answer("leader_second", f"the {category.words} with the highest average {second.words}"),
+        Answer("claim", "true or false"),
+    ]
+    return _draft(
+        "facts.same_leader", "medium", question, constraints, answers, code,
+        first=first.name, second=second.name, category=category.name,
+    )  # fmt: skip
+
+
+@template("causal.adjusted_slope", "Causal Analysis")
+def adjusted_slope(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers, 3)):
+        return None
+    x, y, z = picked
+    question = (
+        f"Does {x.words} still go with {y.words} once {z.words} is taken into account? Give the least-squares "
+        f"slope of {y.words} on {x.words} alone, and the coefficient of {x.words} when {z.words} is also in the "
+        "model."
+    )
+    code = (
+        "import numpy as np\n\n"
+        f"data = df[[{x.code}, {y.code}, {z.code}]].dropna()\n"
+        f"raw = np.polyfit(data[{x.code}], data[{y.code}], 1)[0]\n"
+        f"design = np.column_stack([np.ones(len(data)), data[{x.code}], data[{z.code}]])\n"
+        f"coefficients = np.linalg.lstsq(design, data[{y.code}], rcond=None)[0]\n"
+        'print(f"@raw_slope[{raw:.4f}]")\n'
+        'print(f"@adjusted_slope[{coefficients[1]:.4f}]")\n'
+    )
+    constraints = (
+        f"Both models are ordinary least squares with an intercept, fitted on the rows where {x.words}, {y.words} "
+        f"and {z.words} are all present."
+    )
+    answers = [
+        Answer("raw_slope", f"the slope of {x.words} alone", decimals=4),
+        Answer("adjusted_slope", f"the coefficient of {x.words} with {z.words} controlled for", decimals=4),
+    ]
+    return _draft("causal.adjusted_slope", "hard", question, constraints, answers, code, x=x.name, y=y.name, z=z.name)
+
+
+@template("preprocessing.clean_then_summarise", "Comprehensive Data Preprocessing")
+def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers)):
+        return None
+    number = picked[0]
+    question = (
+        f"Clean the table, then summarise {number.words}: drop exact duplicate rows, fill missing {number.words} "
+        "with the median of the remaining values, and standardise it to zero mean and unit variance. How many "
+        "rows are left, and how many standardised values are above 1?"
+    )
+    code = (
+        "clean = df.drop_duplicates().copy()\n"
+        f"values = clean[{number.code}].fillna(clean[{number.code}].median())\n"
+        "z = (values - values.mean()) / values.std()\n"
+        'print(f"@rows[{len(clean)}]")\n'
+        'print(f"@above_one[{int((z > 1).sum())}]")\n'
+    )
+    constraints = (
+        "Steps in this order; the median is taken after dropping duplicates; standardise with the sample "
+        "standard deviation."
+    )
+    answers = [
+        Answer("rows", "the number of rows after dropping duplicates", integer=True),
+        Answer("above_one", "the number of standardised values above 1", integer=True),
+    ]
+    return _draft(
+        "preprocessing.clean_then_summarise", "medium", question, constraints, answers, code, number=number.name
+    )
+
+
 def _snake(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower()[:40] or "value"
