@@ -23,3 +23,24 @@ def test_synth_files_user_errors_are_one_line(datalyst, tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("error: --convert-share:") and "Traceback" not in bad.stderr
     missing = datalyst("synth", "files", str(tmp_path / "nowhere"), "--out", str(tmp_path / "f.jsonl"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_synth_templates_writes_verified_tasks_and_counts_them(datalyst, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    pd.DataFrame(
+        {
+            "city": [f"c{n}" for n in range(30)],
+            "zone": ["a", "b", "c"] * 10,
+            "rent": [900 + 37 * (n % 11) for n in range(30)],
+            "size": [40 + 3 * (n % 7) for n in range(30)],
+        }
+    ).to_csv(folder / "rents.csv", index=False)
+    files = tmp_path / "files.jsonl"
+    assert datalyst("synth", "files", str(folder), "--out", str(files), "--convert-share", "0").returncode == 0
+    tasks = tmp_path / "tasks.jsonl"
+    done = datalyst("synth", "templates", str(files), "--out", str(tasks))
+    assert done.returncode == 0, done.stderr
+    count = len(tasks.read_text().splitlines())
+    assert count > 10 and f"{count} tasks from 1 of 1 tables" in done.stderr
+    assert "categories: " in done.stderr and "levels: " in done.stderr

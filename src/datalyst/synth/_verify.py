@@ -1,7 +1,8 @@
 """Obtaining a draft's answer by running its solution in the sandbox, and the checks the answer must pass.
 
 Every rejection has a stable reason (``CHECKS``): the solution fails, prints something else on a second
-run, misses or mis-writes an answer the format asks for, asks for more than ``MAX_ANSWERS`` values, or
+run, misses or mis-writes an answer the format asks for, asks for more than ``MAX_ANSWERS`` values, gives
+a number that is zero (an empty filter or group, nothing to find: a question that teaches little), or
 gives a number the agent could read in its prompt (the file's description and sample rows).
 """
 
@@ -22,6 +23,7 @@ CHECKS = (
     "not_deterministic",
     "answer_missing",
     "badly_written",
+    "zero_answer",
     "answer_in_prompt",
     "near_duplicate",
 )
@@ -58,6 +60,9 @@ def verify(draft: Draft, solution: str, sandbox: Sandbox, prompt: str) -> Verdic
             return Verdict(None, "answer_missing", f"no @{expected.name}[...] printed")
         if not expected.well_formed(value):
             return Verdict(None, "badly_written", f"@{expected.name}[{value}] is not {expected.format_line}")
+        numeric = expected.decimals is not None or expected.integer
+        if numeric and float(value) == 0:
+            return Verdict(None, "zero_answer", f"@{expected.name}[{value}]: nothing found, or nothing left")
         if expected.decimals is not None and _visible(float(value), expected.decimals, prompt):
             return Verdict(None, "answer_in_prompt", f"{value} can be read in the file's description")
         answer[expected.name] = value
