@@ -44,3 +44,22 @@ def test_synth_templates_writes_verified_tasks_and_counts_them(datalyst, tmp_pat
     count = len(tasks.read_text().splitlines())
     assert count > 10 and f"{count} tasks from 1 of 1 tables" in done.stderr
     assert "categories: " in done.stderr and "levels: " in done.stderr
+
+
+def test_synth_show_samples_each_category_as_text_or_a_page(datalyst, tmp_path):
+    from datalyst.tasks import Task, write_tasks
+
+    tasks = [
+        Task(id=f"t{n}", question=f"Question {n}?", format="@x[value] where value is a count.", answer={"x": str(n)},
+             category=["Counting", "Ranking"][n % 2], level="easy", files=["/data/sales.csv"])
+        for n in range(6)
+    ]  # fmt: skip
+    path = tmp_path / "tasks.jsonl"
+    write_tasks(tasks, path)
+    text = datalyst("synth", "show", str(path), "--per-category", "1")
+    assert text.returncode == 0, text.stderr
+    assert "Counting (1)" in text.stdout and "Ranking (1)" in text.stdout
+    assert "@x[value] where value is a count." in text.stdout  # brackets are not taken for markup
+    page = tmp_path / "show.html"
+    assert datalyst("synth", "show", str(path), "--html", str(page)).returncode == 0
+    assert page.read_text().count('class="task"') == 4 and "sales.csv" in page.read_text()

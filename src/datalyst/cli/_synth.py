@@ -13,8 +13,16 @@ from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.paths import benchmarks_dir
-from datalyst.synth import FileOptions, TemplateOptions, benchmark_fingerprints, collect_files, make_template_tasks
-from datalyst.tasks import Task
+from datalyst.synth import (
+    FileOptions,
+    TemplateOptions,
+    benchmark_fingerprints,
+    collect_files,
+    make_template_tasks,
+    sample_by_category,
+    tasks_html,
+)
+from datalyst.tasks import Task, read_tasks
 
 synth_app = typer.Typer(help="Synthesize tasks from data files.", no_args_is_help=True)
 app.add_typer(synth_app, name="synth")
@@ -94,6 +102,31 @@ def templates_command(
         ("rejected drafts", summary.rejected_by_check),
     ):
         console.print(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
+
+
+@synth_app.command("show")
+def show_command(
+    tasks: Annotated[Path, typer.Argument(help="A task file (JSONL).", show_default=False)],
+    per_category: Annotated[int, typer.Option(help="Tasks shown per category.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    html: Annotated[Path | None, typer.Option(help="Write the sample as a standalone HTML page instead.")] = None,
+) -> None:
+    """Show a random sample of each category of TASKS: question, constraints, format and answer."""
+    sample = sample_by_category(read_tasks(tasks), per_category, seed)
+    if html is not None:
+        html.write_text(tasks_html(sample, title=tasks.name))
+        Console(stderr=True).print(f"[dim]Saved page to {html}[/]")
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    for category, chosen in sample.items():
+        console.rule(f"{category} ({len(chosen)})")
+        for task in chosen:
+            console.print(f"{task.id} · {task.level or 'no level'}", style="dim", markup=False)
+            console.print(task.question, style="bold", markup=False)
+            for text in (task.constraints, task.format):
+                if text:
+                    console.print(text, markup=False)
+            console.print(f"answer: {task.answer}\n", style="green", markup=False)
 
 
 def _benchmark_tasks(against: list[str] | None) -> list[Task]:

@@ -13,6 +13,7 @@ from datalyst.synth._files import (
     read_source_files,
 )
 from datalyst.synth._programmatic import TemplateOptions, TemplateSummary, make_template_tasks
+from datalyst.synth._show import sample_by_category, tasks_html
 from datalyst.synth.taxonomy import CATEGORIES, Category, category
 
 __all__ = [
@@ -31,4 +32,6 @@ __all__ = [
     "find_data_files",
     "make_template_tasks",
     "read_source_files",
+    "sample_by_category",
+    "tasks_html",
 ]
