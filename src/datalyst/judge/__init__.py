@@ -26,7 +26,7 @@ from datalyst.judge._judges import (
 from datalyst.judge._llm import LLMGrader, LLMVerdict, parse_judgement, render_judge_prompt
 from datalyst.judge._reformat import REFORMAT_SAMPLING, areformat_dabench, reformat_messages
 from datalyst.judge._rule import REL_TOL, ZERO_TOLERANCE, rule_match
-from datalyst.judge._sql import SqlVerdict, csv_match, execution_match, extract_sql
+from datalyst.judge._sql import SqlVerdict, csv_match, execution_match, extract_sql, gold_rows
 from datalyst.judge._tablebench import (
     TABLEBENCH_SUBTYPE_METRICS,
     TableBenchGroup,
@@ -73,6 +73,7 @@ __all__ = [
     "execution_match",
     "extract_answers",
     "extract_sql",
+    "gold_rows",
     "is_correct",
     "judge_for",
     "judge_sub_answers",

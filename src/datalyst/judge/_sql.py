@@ -154,6 +154,20 @@ def _run(database: Path, sql: str, timeout_s: float) -> list[tuple]:
         connection.close()
 
 
+def gold_rows(database: str | Path, sql: str, *, timeout_s: float = 30.0) -> list[tuple]:
+    """The rows a reference query returns on ``database``, run under the same read-only rules as answers.
+
+    A missing database or a query that gives no result is a fault of the data: DataFileError.
+    """
+    database = Path(database)
+    if not database.is_file():
+        raise DataFileError(f"SQLite database {database} is missing; check the task's files")
+    try:
+        return _run(database, sql, timeout_s)
+    except _QueryFailed as exc:
+        raise DataFileError(f"the gold query on {database} gives no result ({exc}); fix the query") from exc
+
+
 def execution_match(
     database: str | Path,
     predicted_sql: str,
@@ -171,15 +185,9 @@ def execution_match(
     is wrong, with the reason in ``error``. A gold query that does any of these, or a
     missing database, is a fault of the data and raises DataFileError.
     """
-    database = Path(database)
-    if not database.is_file():
-        raise DataFileError(f"SQLite database {database} is missing; check the task's files")
+    gold = gold_rows(database, gold_sql, timeout_s=timeout_s)
     try:
-        gold = _run(database, gold_sql, timeout_s)
-    except _QueryFailed as exc:
-        raise DataFileError(f"the gold query on {database} gives no result ({exc}); fix the query") from exc
-    try:
-        predicted = _run(database, predicted_sql, timeout_s)
+        predicted = _run(Path(database), predicted_sql, timeout_s)
     except _QueryFailed as exc:
         return SqlVerdict(correct=False, error=str(exc), n_gold_rows=len(gold))
     if compare == "columns":

@@ -12,8 +12,9 @@ from datalyst.synth._files import (
     find_data_files,
     read_source_files,
 )
-from datalyst.synth._programmatic import TemplateOptions, TemplateSummary, make_template_tasks
+from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._show import sample_by_category, tasks_html
+from datalyst.synth._stage import TaskSummary
 from datalyst.synth.taxonomy import CATEGORIES, Category, category
 
 __all__ = [
@@ -24,8 +25,8 @@ __all__ = [
     "Funnel",
     "Rejection",
     "SourceFile",
+    "TaskSummary",
     "TemplateOptions",
-    "TemplateSummary",
     "benchmark_fingerprints",
     "category",
     "collect_files",
