@@ -63,3 +63,23 @@ def test_synth_show_samples_each_category_as_text_or_a_page(datalyst, tmp_path):
     page = tmp_path / "show.html"
     assert datalyst("synth", "show", str(path), "--html", str(page)).returncode == 0
     assert page.read_text().count('class="task"') == 4 and "sales.csv" in page.read_text()
+
+
+def test_synth_sql_makes_execution_judged_tasks(datalyst, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    pd.DataFrame(
+        {
+            "shop": [f"s{n}" for n in range(30)],
+            "city": ["Oslo", "Bergen", "Tromso"] * 10,
+            "revenue": [100 + 13 * (n % 9) for n in range(30)],
+        }
+    ).to_csv(folder / "shops.csv", index=False)
+    files = tmp_path / "files.jsonl"
+    assert datalyst("synth", "files", str(folder), "--out", str(files)).returncode == 0
+    out = tmp_path / "sql.jsonl"
+    done = datalyst("synth", "sql", str(files), "--out", str(out), "--split-share", "1")
+    assert done.returncode == 0, done.stderr
+    assert "tasks from 1 of 1 tables" in done.stderr and '"judge":"sql"' in out.read_text()
+    bad = datalyst("synth", "sql", str(files), "--out", str(out), "--split-share", "3")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --split-share:")

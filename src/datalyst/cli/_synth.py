@@ -15,9 +15,12 @@ from datalyst.eval import load_bench
 from datalyst.paths import benchmarks_dir
 from datalyst.synth import (
     FileOptions,
+    SqlOptions,
+    TaskSummary,
     TemplateOptions,
     benchmark_fingerprints,
     collect_files,
+    make_sql_tasks,
     make_template_tasks,
     sample_by_category,
     tasks_html,
@@ -93,6 +96,29 @@ def templates_command(
         raise ConfigError("--drafts-per-template must be at least 1")
     options = TemplateOptions(seed=seed, drafts_per_template=drafts_per_template)
     summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
+    _print_summary(summary)
+
+
+@synth_app.command("sql")
+def sql_command(
+    files: Annotated[Path, typer.Argument(help="The output of `synth files`.", show_default=False)],
+    out: Annotated[Path, typer.Option(help="SQL tasks (JSONL); running again resumes.")],
+    seed: Annotated[int, typer.Option(help="Seed of the templates' choices and of which tables are split.")] = 0,
+    drafts_per_template: Annotated[int, typer.Option(help="Drafts each template makes per database.")] = 2,
+    split_share: Annotated[
+        float, typer.Option(help="Share of tables with a category column also split into a database with keys.")
+    ] = 0.5,
+) -> None:
+    """Make questions answered by one SQLite query (gold query run read-only), on SQLite tables and split databases."""
+    try:
+        options = SqlOptions(seed=seed, drafts_per_template=drafts_per_template, split_share=split_share)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
+    _print_summary(make_sql_tasks(files, out, options=options))
+
+
+def _print_summary(summary: TaskSummary) -> None:
     console = Console(stderr=True, highlight=False)
     console.print(f"{summary.tasks} tasks from {summary.tables_with_tasks} of {summary.tables} tables")
     for title, counts in (

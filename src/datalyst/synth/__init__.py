@@ -14,6 +14,7 @@ from datalyst.synth._files import (
 )
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._show import sample_by_category, tasks_html
+from datalyst.synth._sql import SqlOptions, make_sql_tasks
 from datalyst.synth._stage import TaskSummary
 from datalyst.synth.taxonomy import CATEGORIES, Category, category
 
@@ -25,12 +26,14 @@ __all__ = [
     "Funnel",
     "Rejection",
     "SourceFile",
+    "SqlOptions",
     "TaskSummary",
     "TemplateOptions",
     "benchmark_fingerprints",
     "category",
     "collect_files",
     "find_data_files",
+    "make_sql_tasks",
     "make_template_tasks",
     "read_source_files",
     "sample_by_category",
