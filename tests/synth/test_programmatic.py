@@ -37,7 +37,7 @@ def test_tasks_carry_the_answer_their_solution_prints_and_their_lineage(files, t
     out = tmp_path / "tasks.jsonl"
     summary = make_template_tasks(files, out, progress=False)
     tasks = read_tasks(out)
-    assert summary.tasks == len(tasks) >= 20 and summary.tables == summary.tables_with_tasks == 3
+    assert summary.tasks == len(tasks) >= 20 and summary.units == summary.units_with_tasks == 3
     assert set(summary.by_format) == {"csv", "sqlite", "xlsx"} and len(summary.by_category) >= 8
     assert len({task.id for task in tasks}) == len(tasks)
     task = tasks[0]
@@ -60,4 +60,4 @@ def test_runs_are_byte_identical_and_resume_after_a_cut(files, tmp_path):
     progress.write_text("".join(lines[:-1]))  # the last table's tasks are written, its mark is not
     summary = make_template_tasks(files, second, progress=False)
     assert second.read_bytes() == first.read_bytes()
-    assert summary.tables == 3
+    assert summary.units == 3

@@ -118,9 +118,9 @@ def sql_command(
     _print_summary(make_sql_tasks(files, out, options=options))
 
 
-def _print_summary(summary: TaskSummary) -> None:
+def _print_summary(summary: TaskSummary, unit: str = "tables") -> None:
     console = Console(stderr=True, highlight=False)
-    console.print(f"{summary.tasks} tasks from {summary.tables_with_tasks} of {summary.tables} tables")
+    console.print(f"{summary.tasks} tasks from {summary.units_with_tasks} of {summary.units} {unit}")
     for title, counts in (
         ("categories", summary.by_category),
         ("levels", summary.by_level),

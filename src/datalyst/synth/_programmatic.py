@@ -17,9 +17,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.sandbox import Limits, Sandbox
-from datalyst.synth._files import SourceFile
+from datalyst.synth._files import SourceFile, read_source_files
 from datalyst.synth._roles import load_code, roles
-from datalyst.synth._stage import TaskSummary, run_per_table
+from datalyst.synth._stage import TaskSummary, run_units
 from datalyst.synth._templates import TEMPLATES, Draft
 from datalyst.synth._verify import CHECKS, near_duplicate, shingles, verify
 from datalyst.tasks import Lineage, Task
@@ -46,9 +46,10 @@ def make_template_tasks(
 ) -> TaskSummary:
     """Append to ``out`` the verified tasks of every table in ``files`` not done yet; returns the summary."""
     options = options or TemplateOptions()
-    settings = {"stage": "templates", "options": options.model_dump(), "version": GENERATOR_VERSION}
-    return run_per_table(
-        files,
+    settings = {"stage": "templates", "files": str(Path(files).resolve()), "options": options.model_dump(),
+                "version": GENERATOR_VERSION}  # fmt: skip
+    return run_units(
+        read_source_files(files),
         out,
         partial(_table_tasks, options=options, require_isolation=require_isolation),
         checks=CHECKS,

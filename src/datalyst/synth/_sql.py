@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.data import DataFileError, FileKind, load_table
 from datalyst.judge import gold_rows
-from datalyst.synth._files import SourceFile
+from datalyst.synth._files import SourceFile, read_source_files
 from datalyst.synth._roles import Column, Roles, roles
-from datalyst.synth._stage import TaskSummary, run_per_table
+from datalyst.synth._stage import TaskSummary, run_units
 from datalyst.synth._templates import _threshold
 from datalyst.tasks import SQL_ANSWER_FORMAT, Lineage, Task
 
@@ -173,9 +173,10 @@ def make_sql_tasks(
     options = options or SqlOptions()
     out = Path(out)
     folder = Path(split_dir) if split_dir is not None else out.with_name(out.name + ".databases")
-    settings = {"stage": "sql", "options": options.model_dump(), "version": GENERATOR_VERSION}
+    settings = {"stage": "sql", "files": str(Path(files).resolve()), "options": options.model_dump(),
+                "version": GENERATOR_VERSION}  # fmt: skip
     tasks = partial(_table_tasks, options=options, folder=folder)
-    return run_per_table(files, out, tasks, checks=CHECKS, settings=settings, progress=progress)
+    return run_units(read_source_files(files), out, tasks, checks=CHECKS, settings=settings, progress=progress)
 
 
 def _table_tasks(record: SourceFile, *, options: SqlOptions, folder: Path) -> tuple[list[Task], Counter[str]]:
