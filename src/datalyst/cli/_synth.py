@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -12,14 +13,17 @@ from rich.console import Console
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
+from datalyst.llm import load_model, resolve_spec
 from datalyst.paths import benchmarks_dir
 from datalyst.synth import (
+    DatasetOptions,
     FileOptions,
     SqlOptions,
     TaskSummary,
     TemplateOptions,
     benchmark_fingerprints,
     collect_files,
+    make_dataset_tasks,
     make_sql_tasks,
     make_template_tasks,
     sample_by_category,
@@ -128,6 +132,33 @@ def _print_summary(summary: TaskSummary, unit: str = "tables") -> None:
         ("rejected drafts", summary.rejected_by_check),
     ):
         console.print(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
+
+
+@synth_app.command("datasets")
+def datasets_command(
+    out: Annotated[Path, typer.Option(help="Tasks (JSONL); running again resumes.")],
+    per_family: Annotated[int, typer.Option(help="Datasets per family of trap.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of domains, sizes and data.")] = 0,
+    model: Annotated[
+        str | None, typer.Option(help="A model that writes each generator script (else datalyst's own generators).")
+    ] = None,
+    repairs: Annotated[int, typer.Option(help="With --model: times a failed script is sent back.")] = 2,
+    allow_unisolated: AllowUnisolated = False,
+) -> None:
+    """Make synthetic datasets that hide a trap (sentinel codes, outliers, Simpson's paradox, ...) and questions
+    whose answer depends on handling it."""
+    try:
+        options = DatasetOptions(seed=seed, per_family=per_family, repairs=repairs)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
+    writer = load_model(str(resolve_spec(model))) if model is not None else None
+    try:
+        summary = make_dataset_tasks(out, options=options, model=writer, require_isolation=not allow_unisolated)
+    finally:
+        if writer is not None:
+            asyncio.run(writer.aclose())
+    _print_summary(summary, unit="datasets")
 
 
 @synth_app.command("show")

@@ -1,6 +1,8 @@
 """Task synthesis: questions about real data files, with answers computed by running code where possible."""
 
 from datalyst.synth import _chains  # noqa: F401  (registers the composed template)
+from datalyst.synth._challenges import DOMAINS, FAMILIES, Domain, Family
+from datalyst.synth._datasets import DatasetOptions, make_dataset_tasks, writer_messages
 from datalyst.synth._files import (
     REASONS,
     FileOptions,
@@ -20,8 +22,13 @@ from datalyst.synth.taxonomy import CATEGORIES, Category, category
 
 __all__ = [
     "CATEGORIES",
+    "DOMAINS",
+    "FAMILIES",
     "REASONS",
     "Category",
+    "DatasetOptions",
+    "Domain",
+    "Family",
     "FileOptions",
     "Funnel",
     "Rejection",
@@ -33,9 +40,11 @@ __all__ = [
     "category",
     "collect_files",
     "find_data_files",
+    "make_dataset_tasks",
     "make_sql_tasks",
     "make_template_tasks",
     "read_source_files",
     "sample_by_category",
     "tasks_html",
+    "writer_messages",
 ]

@@ -212,7 +212,7 @@ def _units_drafts(domain: Domain) -> list[Draft]:
 def _seasonal_generate(rng: np.random.Generator, domain: Domain, rows: int) -> pd.DataFrame:
     frame = _base(rng, domain, rows)
     peak = int(rng.integers(0, 7))
-    lift = np.where(frame["date"].dt.dayofweek == peak, 1.6, 1.0)
+    lift = np.where(frame["date"].dt.day_of_week == peak, 1.6, 1.0)
     frame[domain.measure] = (frame[domain.measure] * lift).round(2)
     return frame
 
@@ -279,7 +279,7 @@ def _simpson_generate(rng: np.random.Generator, domain: Domain, rows: int) -> pd
     severe = rng.random(rows) < 0.5
     # A goes mostly to severe cases, B to mild ones; A is better within each severity.
     option = np.where(severe, np.where(rng.random(rows) < 0.8, "A", "B"), np.where(rng.random(rows) < 0.2, "A", "B"))
-    base = np.where(severe, 0.35, 0.85) + np.where(option == "A", 0.08, 0.0)
+    base = np.where(severe, 0.3, 0.8) + np.where(option == "A", 0.12, 0.0)
     return pd.DataFrame(
         {
             "id": np.arange(1, rows + 1),
@@ -363,7 +363,7 @@ def _labels_drafts(domain: Domain) -> list[Draft]:
     question = f"How many distinct {g}s are there really, and which has the largest total {words(m)}?"
     constraints = f"The same {g} is sometimes written in other case or with spaces around it; treat those as one."
     answers = [Answer("groups", f"the number of distinct {g}s", integer=True),
-               Answer("top_group", f"its name in title case, e.g. {domain.groups[0]}"),
+               Answer("top_group", f"its name in title case, e.g. {domain.groups[0].title()}"),
                Answer("top_total", "its total", decimals=2)]  # fmt: skip
     return [_draft("mislabelled_category", "Comprehensive Data Preprocessing", "medium", question, constraints,
                    answers, code)]  # fmt: skip
@@ -423,7 +423,7 @@ def _detect_units(frame: pd.DataFrame, domain: Domain) -> bool:
 
 
 def _detect_seasonal(frame: pd.DataFrame, domain: Domain) -> bool:
-    days = pd.to_datetime(frame["date"]).dt.dayofweek
+    days = pd.to_datetime(frame["date"]).dt.day_of_week
     groups = [frame[domain.measure][days == day] for day in range(7)]
     return bool(stats.f_oneway(*groups).pvalue < 0.001)
 
