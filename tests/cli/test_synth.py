@@ -83,3 +83,26 @@ def test_synth_sql_makes_execution_judged_tasks(datalyst, tmp_path):
     assert "tasks from 1 of 1 tables" in done.stderr and '"judge":"sql"' in out.read_text()
     bad = datalyst("synth", "sql", str(files), "--out", str(out), "--split-share", "3")
     assert bad.returncode == 2 and bad.stderr.startswith("error: --split-share:")
+
+
+def test_synth_queries_and_datasets_run_from_the_command_line(datalyst, replay_spec, tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    pd.DataFrame({"team": [f"t{i}" for i in range(30)], "wins": range(30)}).to_csv(folder / "a.csv", index=False)
+    files = tmp_path / "files.jsonl"
+    assert datalyst("synth", "files", str(folder), "--out", str(files)).returncode == 0
+    replies = [
+        "Question: What is the median of wins?",
+        "Question: What is the median of wins?\nConstraints: none.\nFormat: @median_wins[value] where value is it.",
+    ]
+    queries = tmp_path / "queries.jsonl"
+    done = datalyst("synth", "queries", str(files), "--out", str(queries), "--model", replay_spec(replies),
+                    "--categories-per-table", "1", "--rounds", "1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "1 tasks from 1 of 1 tables" in done.stderr
+    datasets = tmp_path / "datasets.jsonl"
+    done = datalyst("synth", "datasets", "--out", str(datasets), "--per-family", "1")
+    assert done.returncode == 0, done.stderr
+    assert "of 10 datasets" in done.stderr and len(datasets.read_text().splitlines()) >= 8
+    bad = datalyst("synth", "queries", str(files), "--out", str(queries), "--rounds", "9")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --rounds:")

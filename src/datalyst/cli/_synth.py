@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
@@ -18,12 +18,14 @@ from datalyst.paths import benchmarks_dir
 from datalyst.synth import (
     DatasetOptions,
     FileOptions,
+    QueryOptions,
     SqlOptions,
     TaskSummary,
     TemplateOptions,
     benchmark_fingerprints,
     collect_files,
     make_dataset_tasks,
+    make_query_tasks,
     make_sql_tasks,
     make_template_tasks,
     sample_by_category,
@@ -31,6 +33,7 @@ from datalyst.synth import (
 )
 from datalyst.tasks import Task, read_tasks
 
+Options = TypeVar("Options", bound=BaseModel)
 synth_app = typer.Typer(help="Synthesize tasks from data files.", no_args_is_help=True)
 app.add_typer(synth_app, name="synth")
 
@@ -61,19 +64,16 @@ def files_command(
     no_decontaminate: Annotated[bool, typer.Option("--no-decontaminate", help="Keep benchmark tables.")] = False,
 ) -> None:
     """Collect usable tables from ROOTS: load every data file, filter, de-duplicate and drop benchmark tables."""
-    try:
-        options = FileOptions(
-            min_rows=min_rows,
-            max_rows=max_rows,
-            min_columns=min_columns,
-            max_columns=max_columns,
-            max_missing_share=max_missing_share,
-            convert_share=convert_share,
-            seed=seed,
-        )
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
+    options = _options(
+        FileOptions,
+        min_rows=min_rows,
+        max_rows=max_rows,
+        min_columns=min_columns,
+        max_columns=max_columns,
+        max_missing_share=max_missing_share,
+        convert_share=convert_share,
+        seed=seed,
+    )
     console = Console(stderr=True, highlight=False)
     tasks = [] if no_decontaminate else _benchmark_tasks(against)
     benchmarks = benchmark_fingerprints(tasks)
@@ -96,9 +96,7 @@ def templates_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Make tasks with verified answers: every template on every table, each solution run in the sandbox."""
-    if drafts_per_template < 1:
-        raise ConfigError("--drafts-per-template must be at least 1")
-    options = TemplateOptions(seed=seed, drafts_per_template=drafts_per_template)
+    options = _options(TemplateOptions, seed=seed, drafts_per_template=drafts_per_template)
     summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
     _print_summary(summary)
 
@@ -114,11 +112,7 @@ def sql_command(
     ] = 0.5,
 ) -> None:
     """Make questions answered by one SQLite query (gold query run read-only), on SQLite tables and split databases."""
-    try:
-        options = SqlOptions(seed=seed, drafts_per_template=drafts_per_template, split_share=split_share)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
+    options = _options(SqlOptions, seed=seed, drafts_per_template=drafts_per_template, split_share=split_share)
     _print_summary(make_sql_tasks(files, out, options=options))
 
 
@@ -134,6 +128,26 @@ def _print_summary(summary: TaskSummary, unit: str = "tables") -> None:
         console.print(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
 
 
+@synth_app.command("queries")
+def queries_command(
+    files: Annotated[Path, typer.Argument(help="The output of `synth files`.", show_default=False)],
+    out: Annotated[Path, typer.Option(help="Tasks without answers (JSONL); running again resumes.")],
+    model: Annotated[str | None, typer.Option(help="The model that writes the questions.")] = None,
+    categories_per_table: Annotated[int, typer.Option(help="Categories of the taxonomy asked per table.")] = 3,
+    rounds: Annotated[int, typer.Option(help="Questions per chain, each harder than the one before (1-5).")] = 3,
+    sample: Annotated[int | None, typer.Option(help="Only this many tables, drawn by seed.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the categories and the sample.")] = 0,
+) -> None:
+    """Have a model write questions (and harder questions built on them) about each table; answers come later."""
+    options = _options(QueryOptions, seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample)
+    writer = load_model(str(resolve_spec(model)))
+    try:
+        summary = make_query_tasks(files, out, writer, options=options)
+    finally:
+        asyncio.run(writer.aclose())
+    _print_summary(summary)
+
+
 @synth_app.command("datasets")
 def datasets_command(
     out: Annotated[Path, typer.Option(help="Tasks (JSONL); running again resumes.")],
@@ -147,11 +161,7 @@ def datasets_command(
 ) -> None:
     """Make synthetic datasets that hide a trap (sentinel codes, outliers, Simpson's paradox, ...) and questions
     whose answer depends on handling it."""
-    try:
-        options = DatasetOptions(seed=seed, per_family=per_family, repairs=repairs)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
+    options = _options(DatasetOptions, seed=seed, per_family=per_family, repairs=repairs)
     writer = load_model(str(resolve_spec(model))) if model is not None else None
     try:
         summary = make_dataset_tasks(out, options=options, model=writer, require_isolation=not allow_unisolated)
@@ -184,6 +194,15 @@ def show_command(
                 if text:
                     console.print(text, markup=False)
             console.print(f"answer: {task.answer}\n", style="green", markup=False)
+
+
+def _options(kind: type[Options], **values: object) -> Options:
+    """Options from the command line; a value out of range stops with one line naming its option."""
+    try:
+        return kind(**values)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
 
 
 def _benchmark_tasks(against: list[str] | None) -> list[Task]:

@@ -15,6 +15,7 @@ from datalyst.synth._files import (
     read_source_files,
 )
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
+from datalyst.synth._queries import QueryOptions, make_query_tasks
 from datalyst.synth._show import sample_by_category, tasks_html
 from datalyst.synth._sql import SqlOptions, make_sql_tasks
 from datalyst.synth._stage import TaskSummary
@@ -31,6 +32,7 @@ __all__ = [
     "Family",
     "FileOptions",
     "Funnel",
+    "QueryOptions",
     "Rejection",
     "SourceFile",
     "SqlOptions",
@@ -41,6 +43,7 @@ __all__ = [
     "collect_files",
     "find_data_files",
     "make_dataset_tasks",
+    "make_query_tasks",
     "make_sql_tasks",
     "make_template_tasks",
     "read_source_files",
