@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field, replace
 
 from datalyst.synth._roles import Column, Roles
-from datalyst.synth._templates import Answer, Draft, _snake, _threshold, template
+from datalyst.synth._templates import Answer, Draft, snake, template, threshold_near_mean
 
 CATEGORY = "Multi-hop Numerical Reasoning"
 STATS = {"mean": "average", "median": "median", "sum": "total"}
@@ -52,11 +52,11 @@ def _filter(state: _State, rng: random.Random) -> _State | None:
             used=state.used | {column.name},
             steps=(*state.steps, ("keep", column.name, value)),
         )
-    numbers = [c for c in state.numbers if c.name not in state.used and _threshold(c) is not None]
+    numbers = [c for c in state.numbers if c.name not in state.used and threshold_near_mean(c) is not None]
     if not numbers:
         return None
     column = rng.choice(numbers)
-    threshold = _threshold(column)
+    threshold = threshold_near_mean(column)
     return replace(
         state,
         sentences=(*state.sentences, f"Keep only the rows with {column.words} above {threshold}."),
@@ -70,7 +70,7 @@ def _derive(state: _State, rng: random.Random) -> _State | None:
     if state.derived or len(state.numbers) < 2:
         return None
     top, bottom = rng.sample(list(state.numbers), 2)
-    name = f"{_snake(top.name)}_per_{_snake(bottom.name)}"
+    name = f"{snake(top.name)}_per_{snake(bottom.name)}"
     derived = Column(name, top.info.model_copy(update={"name": name, "mean": None}))
     return replace(
         state,
@@ -88,7 +88,7 @@ def _rank(state: _State, rng: random.Random, last: bool) -> _State | None:
         return None
     category, number = rng.choice(options), rng.choice(state.numbers)
     extreme, method = rng.choice([("highest", "idxmax"), ("lowest", "idxmin")])
-    name = f"{extreme}_{_snake(category.name)}"
+    name = f"{extreme}_{snake(category.name)}"
     sentence = (
         f"Which {category.words} has the {extreme} average {number.words}?"
         if last
@@ -129,7 +129,7 @@ def _aggregate(state: _State, rng: random.Random, last: bool) -> _State | None:
         if last
         else f"Compute the {words} {column.words} of these rows."
     )
-    name = f"{stat}_{_snake(column.name)}"
+    name = f"{stat}_{snake(column.name)}"
     code = state.code + f"value = df[{column.code}].{stat}()\n"
     answers = state.answers
     if last:

@@ -28,7 +28,7 @@ from datalyst.judge import gold_rows
 from datalyst.synth._files import SourceFile, read_source_files
 from datalyst.synth._roles import Column, Roles, roles
 from datalyst.synth._stage import TaskSummary, run_units
-from datalyst.synth._templates import _threshold
+from datalyst.synth._templates import threshold_near_mean
 from datalyst.tasks import SQL_ANSWER_FORMAT, Lineage, Task
 
 GENERATOR_VERSION = 1
@@ -88,11 +88,11 @@ class SqlDraft:
 
 
 def _count_above(schema: Schema, rng: random.Random) -> SqlDraft | None:
-    numbers = [c for c in schema.roles.numbers if _threshold(c) is not None]
+    numbers = [c for c in schema.roles.numbers if threshold_near_mean(c) is not None]
     if not numbers:
         return None
     number = rng.choice(numbers)
-    threshold = _threshold(number)
+    threshold = threshold_near_mean(number)
     body = f"FROM {_quote(schema.table)} AS t WHERE t.{_quote(number.name)} > {threshold}"
     question = f"How many rows have {number.words} greater than {threshold}?"
     params = {"number": number.name, "threshold": threshold}
@@ -115,12 +115,12 @@ def _group_average(schema: Schema, rng: random.Random) -> SqlDraft | None:
 
 
 def _filtered_count(schema: Schema, rng: random.Random) -> SqlDraft | None:
-    numbers = [c for c in schema.roles.numbers if _threshold(c) is not None]
+    numbers = [c for c in schema.roles.numbers if threshold_near_mean(c) is not None]
     categories = [c for c in schema.roles.categories if c.values]
     if not numbers or not categories:
         return None
     number, category = rng.choice(numbers), rng.choice(categories)
-    value, threshold = rng.choice(category.values[:4]), _threshold(number)
+    value, threshold = rng.choice(category.values[:4]), threshold_near_mean(number)
     name, join = schema.category(category)
     body = (
         f"FROM {_quote(schema.table)} AS t{join} "

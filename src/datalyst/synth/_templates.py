@@ -85,7 +85,7 @@ def _pick(rng: random.Random, columns: tuple[Column, ...], k: int = 1) -> list[C
     return rng.sample(list(columns), k) if len(columns) >= k else None
 
 
-def _threshold(column: Column) -> float | int | None:
+def threshold_near_mean(column: Column) -> float | int | None:
     """A round number near the column's mean (from its meta-information) to compare rows against."""
     mean = column.info.mean
     if mean is None:
@@ -108,9 +108,9 @@ def group_statistic(roles: Roles, rng: random.Random) -> Draft | None:
         f"For records with {category.words} equal to {value}, what is the {words} {number.words}?",
     ])  # fmt: skip
     code = f"value = df[df[{category.code}].astype(str) == {value!r}][{number.code}].{stat}()\n"
-    code += f'print(f"@{stat}_{_snake(number.name)}[{{value:.2f}}]")\n'
+    code += f'print(f"@{stat}_{snake(number.name)}[{{value:.2f}}]")\n'
     constraints = f"Use only rows where {category.words} is exactly {value}; ignore missing {number.words} values."
-    answers = [Answer(f"{stat}_{_snake(number.name)}", f"the {words} {number.words}", decimals=2)]
+    answers = [Answer(f"{stat}_{snake(number.name)}", f"the {words} {number.words}", decimals=2)]
     return _draft(
         "aggregation.group_statistic",
         "easy",
@@ -136,7 +136,7 @@ def top_group(roles: Roles, rng: random.Random) -> Draft | None:
         f"Which {category.words} has the {extreme} average {number.words}?",
         f"Group the rows by {category.words}. Which group's mean {number.words} is the {extreme}?",
     ])  # fmt: skip
-    name = f"{extreme}_{_snake(category.name)}"
+    name = f"{extreme}_{snake(category.name)}"
     code = f'means = df.groupby({category.code})[{number.code}].mean()\nprint(f"@{name}[{{means.{method}()}}]")\n'
     constraints = f"Compare the mean {number.words} of each {category.words}; ignore missing values."
     answers = [Answer(name, f"the {category.words} as written in the data")]
@@ -161,7 +161,7 @@ def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
     place = rng.choice([2, 3, 4, 5])
     ordinal = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}[place]
     question = f"Which {names.words} has the {ordinal} largest {number.words}?"
-    answer = f"rank_{place}_{_snake(names.name)}"
+    answer = f"rank_{place}_{snake(names.name)}"
     code = (
         f"ordered = df.dropna(subset=[{number.code}]).sort_values({number.code}, ascending=False, kind='stable')\n"
         f'print(f"@{answer}[{{ordered.iloc[{place - 1}][{names.code}]}}]")\n'
@@ -185,14 +185,14 @@ def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
 
 @template("counting.above_threshold", "Counting")
 def above_threshold(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or (threshold := _threshold(picked[0])) is None:
+    if not (picked := _pick(rng, roles.numbers)) or (threshold := threshold_near_mean(picked[0])) is None:
         return None
     number = picked[0]
     question = rng.choice([
         f"How many rows have {number.words} greater than {threshold}?",
         f"Count the records whose {number.words} exceeds {threshold}.",
     ])  # fmt: skip
-    answer = f"count_above_{_snake(str(threshold))}"
+    answer = f"count_above_{snake(str(threshold))}"
     code = f'print(f"@{answer}[{{int((df[{number.code}] > {threshold}).sum())}}]")\n'
     answers = [Answer(answer, "the number of rows", integer=True)]
     return _draft(
@@ -586,5 +586,5 @@ def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
     )
 
 
-def _snake(text: str) -> str:
+def snake(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower()[:40] or "value"
