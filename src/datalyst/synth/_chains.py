@@ -40,6 +40,11 @@ class _State:
     """The operations so far with their arguments, e.g. ``("rank", "region", "units", "highest")``."""
 
 
+def _say(state: _State, rng: random.Random, *phrasings: str) -> tuple[str, ...]:
+    """The question's sentences so far, and one of ``phrasings`` for the new step."""
+    return (*state.sentences, rng.choice(phrasings))
+
+
 def _filter(state: _State, rng: random.Random) -> _State | None:
     options = [c for c in state.categories if c.name not in state.used and c.values]
     if options and rng.random() < 0.5:
@@ -47,7 +52,13 @@ def _filter(state: _State, rng: random.Random) -> _State | None:
         value = rng.choice(column.values[:4])
         return replace(
             state,
-            sentences=(*state.sentences, f"Keep only the rows whose {column.words} is {value}."),
+            sentences=_say(
+                state,
+                rng,
+                f"Keep only the rows whose {column.words} is {value}.",
+                f"Restrict the table to {column.words} {value}.",
+                f"Consider only records with {column.words} equal to {value}.",
+            ),
             code=state.code + f"df = df[df[{column.code}].astype(str) == {value!r}]\n",
             used=state.used | {column.name},
             steps=(*state.steps, ("keep", column.name, value)),
@@ -59,7 +70,13 @@ def _filter(state: _State, rng: random.Random) -> _State | None:
     threshold = threshold_near_mean(column)
     return replace(
         state,
-        sentences=(*state.sentences, f"Keep only the rows with {column.words} above {threshold}."),
+        sentences=_say(
+            state,
+            rng,
+            f"Keep only the rows with {column.words} above {threshold}.",
+            f"Leave out every row whose {column.words} is {threshold} or less.",
+            f"Consider only records where {column.words} exceeds {threshold}.",
+        ),
         code=state.code + f"df = df[df[{column.code}] > {threshold}]\n",
         used=state.used | {column.name},
         steps=(*state.steps, ("above", column.name, threshold)),
@@ -75,7 +92,12 @@ def _derive(state: _State, rng: random.Random) -> _State | None:
     return replace(
         state,
         numbers=(*state.numbers, derived),
-        sentences=(*state.sentences, f"Add a column {name} equal to {top.words} divided by {bottom.words}."),
+        sentences=_say(
+            state,
+            rng,
+            f"Add a column {name} equal to {top.words} divided by {bottom.words}.",
+            f"Derive {name} as the ratio of {top.words} to {bottom.words}.",
+        ),
         code=state.code + f"df[{name!r}] = df[{top.code}] / df[{bottom.code}].replace(0, float('nan'))\n",
         derived=True,
         steps=(*state.steps, ("derive", name, top.name, bottom.name)),
@@ -89,16 +111,19 @@ def _rank(state: _State, rng: random.Random, last: bool) -> _State | None:
     category, number = rng.choice(options), rng.choice(state.numbers)
     extreme, method = rng.choice([("highest", "idxmax"), ("lowest", "idxmin")])
     name = f"{extreme}_{snake(category.name)}"
-    sentence = (
-        f"Which {category.words} has the {extreme} average {number.words}?"
+    phrasings = (
+        [
+            f"Which {category.words} has the {extreme} average {number.words}?",
+            f"Grouping by {category.words}, which group's mean {number.words} is the {extreme}?",
+        ]
         if last
-        else f"Find the {category.words} with the {extreme} average {number.words} (report it)."
+        else [f"Find the {category.words} with the {extreme} average {number.words} (report it)."]
     )
     return replace(
         state,
         label=category,
         number=None,
-        sentences=(*state.sentences, sentence),
+        sentences=_say(state, rng, *phrasings),
         code=state.code + f"label = df.groupby({category.code})[{number.code}].mean().{method}()\n"
         f'print(f"@{name}[{{label}}]")\n',
         answers=(*state.answers, Answer(name, f"the {category.words} as written in the data")),
@@ -113,7 +138,12 @@ def _select(state: _State, rng: random.Random) -> _State | None:
     return replace(
         state,
         label=None,
-        sentences=(*state.sentences, f"Keep only the rows of that {state.label.words}."),
+        sentences=_say(
+            state,
+            rng,
+            f"Keep only the rows of that {state.label.words}.",
+            f"From now on, look only at that {state.label.words}'s records.",
+        ),
         code=state.code + f"df = df[df[{state.label.code}] == label]\n",
         steps=(*state.steps, ("select",)),
     )
@@ -124,10 +154,10 @@ def _aggregate(state: _State, rng: random.Random, last: bool) -> _State | None:
         return None
     column, stat = rng.choice(state.numbers), rng.choice(list(STATS))
     words = STATS[stat]
-    sentence = (
-        f"What is the {words} {column.words} of the remaining rows?"
+    phrasings = (
+        [f"What is the {words} {column.words} of the remaining rows?", f"What {words} {column.words} do they have?"]
         if last
-        else f"Compute the {words} {column.words} of these rows."
+        else [f"Compute the {words} {column.words} of these rows.", f"Find their {words} {column.words}."]
     )
     name = f"{stat}_{snake(column.name)}"
     code = state.code + f"value = df[{column.code}].{stat}()\n"
@@ -136,8 +166,15 @@ def _aggregate(state: _State, rng: random.Random, last: bool) -> _State | None:
         code += f'print(f"@{name}[{{value:.2f}}]")\n'
         answers = (*answers, Answer(name, f"the {words} {column.words}", decimals=2))
     step = ("aggregate", column.name, stat)
-    return replace(state, label=None, number=(column, words), sentences=(*state.sentences, sentence), code=code,
-                   answers=answers, steps=(*state.steps, step))  # fmt: skip
+    return replace(
+        state,
+        label=None,
+        number=(column, words),
+        sentences=_say(state, rng, *phrasings),
+        code=code,
+        answers=answers,
+        steps=(*state.steps, step),
+    )
 
 
 def _above(state: _State, rng: random.Random) -> _State | None:
@@ -147,7 +184,12 @@ def _above(state: _State, rng: random.Random) -> _State | None:
     return replace(
         state,
         number=None,
-        sentences=(*state.sentences, f"Keep only the rows whose {column.words} is above that {words}."),
+        sentences=_say(
+            state,
+            rng,
+            f"Keep only the rows whose {column.words} is above that {words}.",
+            f"Then drop every row whose {column.words} does not exceed that {words}.",
+        ),
         code=state.code + f"df = df[df[{column.code}] > value]\n",
         steps=(*state.steps, ("above_result", column.name)),
     )
@@ -156,7 +198,7 @@ def _above(state: _State, rng: random.Random) -> _State | None:
 def _count(state: _State, rng: random.Random) -> _State | None:
     return replace(
         state,
-        sentences=(*state.sentences, "How many rows remain?"),
+        sentences=_say(state, rng, "How many rows remain?", "How many records are left?"),
         code=state.code + 'print(f"@rows[{len(df)}]")\n',
         answers=(*state.answers, Answer("rows", "the number of rows left", integer=True)),
         steps=(*state.steps, ("count",)),
@@ -169,7 +211,12 @@ def _correlate(state: _State, rng: random.Random) -> _State | None:
     x, y = rng.sample(list(state.numbers), 2)
     return replace(
         state,
-        sentences=(*state.sentences, f"What is the Pearson correlation between {x.words} and {y.words} in them?"),
+        sentences=_say(
+            state,
+            rng,
+            f"What is the Pearson correlation between {x.words} and {y.words} in them?",
+            f"Over those rows, how strongly do {x.words} and {y.words} correlate (Pearson's r)?",
+        ),
         code=state.code + f"r = df[{x.code}].corr(df[{y.code}])\n" + 'print(f"@correlation[{r:.2f}]")\n',
         answers=(*state.answers, Answer("correlation", "Pearson's r over the remaining rows", decimals=2)),
         steps=(*state.steps, ("correlate", x.name, y.name)),

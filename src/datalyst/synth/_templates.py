@@ -160,7 +160,10 @@ def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
     number, names = picked[0], label[0]
     place = rng.choice([2, 3, 4, 5])
     ordinal = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}[place]
-    question = f"Which {names.words} has the {ordinal} largest {number.words}?"
+    question = rng.choice([
+        f"Which {names.words} has the {ordinal} largest {number.words}?",
+        f"Ranking rows by {number.words} from the top, which {names.words} is in place {place}?",
+    ])  # fmt: skip
     answer = f"rank_{place}_{snake(names.name)}"
     code = (
         f"ordered = df.dropna(subset=[{number.code}]).sort_values({number.code}, ascending=False, kind='stable')\n"
@@ -215,10 +218,11 @@ def group_gap(roles: Roles, rng: random.Random) -> Draft | None:
     if len(category.values) < 2:
         return None
     first, second = rng.sample(category.values[:6], 2)
-    question = (
+    question = rng.choice([
         f"How much higher or lower is the average {number.words} of {category.words} {first} than that of "
-        f"{category.words} {second}?"
-    )
+        f"{category.words} {second}?",
+        f"What is the mean {number.words} of {category.words} {first} minus that of {category.words} {second}?",
+    ])  # fmt: skip
     code = (
         f"groups = df.groupby(df[{category.code}].astype(str))[{number.code}].mean()\n"
         f"difference = groups[{first!r}] - groups[{second!r}]\n"
@@ -248,10 +252,12 @@ def welch_t_test(roles: Roles, rng: random.Random) -> Draft | None:
     if len(category.values) < 2:
         return None
     first, second = category.values[:2]
-    question = (
+    question = rng.choice([
         f"Is the mean {number.words} different between rows with {category.words} {first} and rows with "
-        f"{category.words} {second}? Use a two-sample t-test at the 0.05 significance level."
-    )
+        f"{category.words} {second}? Use a two-sample t-test at the 0.05 significance level.",
+        f"Test whether {number.words} differs on average between {category.words} {first} and {second}, with a "
+        "two-sample t-test at the 0.05 level.",
+    ])  # fmt: skip
     code = (
         "from scipy import stats\n\n"
         f"a = df[df[{category.code}].astype(str) == {first!r}][{number.code}].dropna()\n"
@@ -314,7 +320,10 @@ def group_share(roles: Roles, rng: random.Random) -> Draft | None:
         return None
     number, category = picked[0], group[0]
     value = rng.choice(category.values)
-    question = f"What percentage of the total {number.words} comes from rows whose {category.words} is {value}?"
+    question = rng.choice([
+        f"What percentage of the total {number.words} comes from rows whose {category.words} is {value}?",
+        f"Rows with {category.words} {value} account for what share, in percent, of all {number.words}?",
+    ])  # fmt: skip
     code = (
         f"part = df[df[{category.code}].astype(str) == {value!r}][{number.code}].sum()\n"
         f"share = 100 * part / df[{number.code}].sum()\n"
@@ -341,7 +350,10 @@ def z_score(roles: Roles, rng: random.Random) -> Draft | None:
         return None
     number = picked[0]
     limit = rng.choice([2, 3])
-    question = f"How many rows are outliers in {number.words}, by a z-score above {limit} in absolute value?"
+    question = rng.choice([
+        f"How many rows are outliers in {number.words}, by a z-score above {limit} in absolute value?",
+        f"Using z-scores, how many {number.words} values lie more than {limit} standard deviations from the mean?",
+    ])  # fmt: skip
     code = (
         f"values = df[{number.code}].dropna()\n"
         "z = (values - values.mean()) / values.std()\n"
@@ -357,7 +369,10 @@ def shape(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
     number = picked[0]
-    question = f"Describe the shape of the distribution of {number.words}: what are its skewness and kurtosis?"
+    question = rng.choice([
+        f"Describe the shape of the distribution of {number.words}: what are its skewness and kurtosis?",
+        f"How skewed and how heavy-tailed is {number.words}? Give its skewness and kurtosis.",
+    ])  # fmt: skip
     code = (
         f"values = df[{number.code}].dropna()\n"
         'print(f"@skewness[{values.skew():.2f}]")\n'
@@ -373,10 +388,11 @@ def ratio_column(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)):
         return None
     top, bottom = picked
-    question = (
+    question = rng.choice([
         f"Create a feature equal to {top.words} divided by {bottom.words}. What is its median over the rows "
-        "where it is defined?"
-    )
+        "where it is defined?",
+        f"Derive the ratio of {top.words} to {bottom.words} for each row. What is the median ratio?",
+    ])  # fmt: skip
     code = (
         "import numpy as np\n\n"
         f"ratio = (df[{top.code}] / df[{bottom.code}]).replace([np.inf, -np.inf], np.nan)\n"
@@ -394,10 +410,11 @@ def slope(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)):
         return None
     x, y = picked
-    question = (
+    question = rng.choice([
         f"By how much does {y.words} change, on average, for each one-unit increase in {x.words}? Fit a "
-        "straight line by least squares."
-    )
+        "straight line by least squares.",
+        f"Fit {y.words} against {x.words} with a least-squares line. What is its slope?",
+    ])  # fmt: skip
     code = (
         "import numpy as np\n\n"
         f"pair = df[[{x.code}, {y.code}]].dropna()\n"
@@ -440,7 +457,10 @@ def quartiles(roles: Roles, rng: random.Random) -> Draft | None:
 def incomplete_rows(roles: Roles, rng: random.Random) -> Draft | None:
     if not any(column.info.missing for column in roles.numbers + roles.categories + roles.labels):
         return None
-    question = "How many rows have at least one missing value, and how many columns have no missing value at all?"
+    question = rng.choice([
+        "How many rows have at least one missing value, and how many columns have no missing value at all?",
+        "Count the rows that have any empty cell, and the columns that have none.",
+    ])  # fmt: skip
     code = (
         'print(f"@incomplete_rows[{int(df.isna().any(axis=1).sum())}]")\n'
         'print(f"@complete_columns[{int((~df.isna().any()).sum())}]")\n'
@@ -478,10 +498,12 @@ def yearly_growth(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
         return None
     number, date = picked[0], when[0]
-    question = (
+    question = rng.choice([
         f"By what percentage did the yearly total of {number.words} change from the first year in the data to "
-        "the last one?"
-    )
+        "the last one?",
+        f"Comparing the first and the last year in the data, by how many percent did total {number.words} grow "
+        "or shrink?",
+    ])  # fmt: skip
     code = (
         f"years = {date.year_code}\n"
         f"totals = df[{number.code}].groupby(years).sum().sort_index()\n"
@@ -503,10 +525,11 @@ def same_leader(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)) or not (group := _pick(rng, roles.categories)):
         return None
     (first, second), category = picked, group[0]
-    question = (
+    question = rng.choice([
         f"Check this claim: the {category.words} with the highest average {first.words} also has the highest "
-        f"average {second.words}. Is it true?"
-    )
+        f"average {second.words}. Is it true?",
+        f"True or false: one {category.words} leads on both average {first.words} and average {second.words}.",
+    ])  # fmt: skip
     code = (
         f"means = df.groupby({category.code})[[{first.code}, {second.code}]].mean()\n"
         f"first, second = means[{first.code}].idxmax(), means[{second.code}].idxmax()\n"
@@ -531,11 +554,13 @@ def adjusted_slope(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 3)):
         return None
     x, y, z = picked
-    question = (
+    question = rng.choice([
         f"Does {x.words} still go with {y.words} once {z.words} is taken into account? Give the least-squares "
         f"slope of {y.words} on {x.words} alone, and the coefficient of {x.words} when {z.words} is also in the "
-        "model."
-    )
+        "model.",
+        f"Regress {y.words} on {x.words}, then on {x.words} and {z.words} together. What is the coefficient of "
+        f"{x.words} in each model?",
+    ])  # fmt: skip
     code = (
         "import numpy as np\n\n"
         f"data = df[[{x.code}, {y.code}, {z.code}]].dropna()\n"
@@ -561,11 +586,13 @@ def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
     number = picked[0]
-    question = (
+    question = rng.choice([
         f"Clean the table, then summarise {number.words}: drop exact duplicate rows, fill missing {number.words} "
         "with the median of the remaining values, and standardise it to zero mean and unit variance. How many "
-        "rows are left, and how many standardised values are above 1?"
-    )
+        "rows are left, and how many standardised values are above 1?",
+        f"Prepare {number.words} for modelling: remove duplicate rows, impute its missing values with the median, "
+        "then standardise it. How many rows remain, and how many standardised values exceed 1?",
+    ])  # fmt: skip
     code = (
         "clean = df.drop_duplicates().copy()\n"
         f"values = clean[{number.code}].fillna(clean[{number.code}].median())\n"
