@@ -32,7 +32,7 @@ def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def test_no_exemplar_shares_eight_words_in_a_row_with_a_dabench_question():
+def test_no_exemplar_shares_eight_words_in_a_row_with_a_dabench_question(dabench_tables):
     grams = {tuple(w[i : i + 8]) for task in load_dabench() for w in [words(task.question)] for i in range(len(w) - 7)}
     for item in CATEGORIES:
         for exemplar in item.exemplars:

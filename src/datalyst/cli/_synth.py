@@ -14,7 +14,7 @@ from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import load_model, resolve_spec
-from datalyst.paths import benchmarks_dir
+from datalyst.paths import benchmarks_dir, dabench_dir
 from datalyst.synth import (
     DatasetOptions,
     FileOptions,
@@ -75,7 +75,7 @@ def files_command(
         seed=seed,
     )
     console = Console(stderr=True, highlight=False)
-    tasks = [] if no_decontaminate else _benchmark_tasks(against)
+    tasks = [] if no_decontaminate else _benchmark_tasks(against, console)
     benchmarks = benchmark_fingerprints(tasks)
     if benchmarks:
         console.print(f"[dim]decontaminating against {len(benchmarks)} benchmark tables[/]")
@@ -205,10 +205,18 @@ def _options(kind: type[Options], **values: object) -> Options:
         raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
 
 
-def _benchmark_tasks(against: list[str] | None) -> list[Task]:
+def _benchmark_tasks(against: list[str] | None, console: Console) -> list[Task]:
+    """The tasks whose tables are dropped: those named, or by default DABench and the TableBench example
+    when they are on this machine (a named benchmark that is missing is an error)."""
     if against is None:
+        against = ["dabench"] if dabench_dir().is_dir() else []
         examples = sorted((benchmarks_dir() / "tablebench-example" / "inference_results").glob("*.jsonl"))
-        against = ["dabench", *(f"tablebench:{path}" for path in examples[:1])]
+        against += [f"tablebench:{path}" for path in examples[:1]]
+        if not against:
+            console.print(
+                f"[yellow]warning:[/] no benchmark found under {benchmarks_dir()} to decontaminate against; "
+                "set DATALYST_BENCHMARKS or give --against"
+            )
     tasks: list[Task] = []
     for item in against:
         name, _, path = item.partition(":")
