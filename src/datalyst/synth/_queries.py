@@ -151,7 +151,7 @@ def _ask_first(description: str, category: Category) -> list[ChatMessage]:
         f"Questions of this kind about other tables:\n{examples}\n\n"
         "Ask about this table, using its column names. Reply with one line: Question: <the question>"
     )
-    return [ChatMessage(role=Role.SYSTEM, content=SYSTEM), ChatMessage(role=Role.USER, content=request)]
+    return _conversation(request)
 
 
 def _ask_harder(description: str, previous: str) -> list[ChatMessage]:
@@ -161,7 +161,7 @@ def _ask_harder(description: str, previous: str) -> list[ChatMessage]:
         "step and then go further (filter by it, compare with it, combine it with another column). "
         "Reply with one line: Question: <the question>"
     )
-    return [ChatMessage(role=Role.SYSTEM, content=SYSTEM), ChatMessage(role=Role.USER, content=request)]
+    return _conversation(request)
 
 
 def _ask_standard(description: str, question: str) -> list[ChatMessage]:
@@ -173,6 +173,10 @@ def _ask_standard(description: str, question: str) -> list[ChatMessage]:
         "Format: <one line per value asked for, each like @mean_price[value] where value is the mean price "
         "rounded to 2 decimal places; at most 5 lines>"
     )
+    return _conversation(request)
+
+
+def _conversation(request: str) -> list[ChatMessage]:
     return [ChatMessage(role=Role.SYSTEM, content=SYSTEM), ChatMessage(role=Role.USER, content=request)]
 
 
