@@ -117,24 +117,11 @@ async def _unit_tasks(
                 rejected[verdict.reason or "solution_failed"] += 1
                 continue
             digest = hashlib.sha256(f"{path.name}\n{draft.question}".encode()).hexdigest()[:8]
-            tasks.append(
-                Task(
-                    id=f"{unit.id}-{digest}",
-                    question=draft.question,
-                    constraints=draft.constraints,
-                    format="\n".join(answer.format_line for answer in draft.answers),
-                    files=[str(path)],
-                    answer=verdict.answer,
-                    judge="dabench",
-                    category=draft.category,
-                    level=draft.level,
-                    source=SOURCE,
-                    solution=load + draft.code,
-                    lineage=Lineage(
-                        generator=draft.template, version=GENERATOR_VERSION, seed=options.seed, source_hash=source_hash
-                    ),
-                )
+            lineage = Lineage(
+                generator=draft.template, version=GENERATOR_VERSION, seed=options.seed, source_hash=source_hash
             )
+            solution = load + draft.code
+            tasks.append(draft.task(f"{unit.id}-{digest}", str(path), verdict.answer, solution, SOURCE, lineage))
     return tasks, rejected
 
 

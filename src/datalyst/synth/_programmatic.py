@@ -114,23 +114,11 @@ def _task(
     parents: list[str],
 ) -> Task:
     digest = hashlib.sha256(f"{draft.question}\n{draft.constraints}".encode()).hexdigest()[:8]
-    return Task(
-        id=f"{record.id[:8]}-{digest}",
-        question=draft.question,
-        constraints=draft.constraints,
-        format="\n".join(answer.format_line for answer in draft.answers),
-        files=[record.path],
-        answer=answer,
-        judge="dabench",
-        category=draft.category,
-        level=draft.level,
-        source=SOURCE,
-        solution=solution,
-        lineage=Lineage(
-            generator=draft.template,
-            version=GENERATOR_VERSION,
-            seed=seed,
-            parents=parents,
-            source_hash=record.content_hash,
-        ),
+    lineage = Lineage(
+        generator=draft.template,
+        version=GENERATOR_VERSION,
+        seed=seed,
+        parents=parents,
+        source_hash=record.content_hash,
     )
+    return draft.task(f"{record.id[:8]}-{digest}", record.path, answer, solution, SOURCE, lineage)

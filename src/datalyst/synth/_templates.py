@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from datalyst.synth._roles import Column, Roles
+from datalyst.tasks import Lineage, Task
 
 LEVELS = ("easy", "medium", "hard")
 
@@ -59,6 +60,25 @@ class Draft:
     """The template's choices: columns, groups, thresholds (for tests and for composing harder drafts)."""
     parents: tuple[Draft, ...] = field(default=(), compare=False, repr=False)
     """The easier drafts this one composes (their answers are its intermediate steps)."""
+
+    def task(
+        self, task_id: str, file: str, answer: dict[str, str], solution: str, source: str, lineage: Lineage
+    ) -> Task:
+        """The task this draft becomes once ``solution`` has printed ``answer`` (judged by the DABench rules)."""
+        return Task(
+            id=task_id,
+            question=self.question,
+            constraints=self.constraints,
+            format="\n".join(expected.format_line for expected in self.answers),
+            files=[file],
+            answer=answer,
+            judge="dabench",
+            category=self.category,
+            level=self.level,
+            source=source,
+            solution=solution,
+            lineage=lineage,
+        )
 
 
 Template = Callable[[Roles, random.Random], Draft | None]
