@@ -143,3 +143,13 @@ def test_two_runs_write_the_same_records(tmp_path):
 def test_a_missing_root_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         collect_files([tmp_path / "nowhere"], tmp_path / "files.jsonl", progress=False)
+
+
+def test_records_name_files_by_absolute_paths_when_out_is_relative(tmp_path, monkeypatch):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    table().to_csv(folder / "t.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    collect_files(["many"], "files.jsonl", options=FileOptions(convert_share=1.0), progress=False)
+    [record] = read_source_files(tmp_path / "files.jsonl")
+    assert record.path.startswith(str(tmp_path / "files.jsonl.converted")) and record.found_at == str(folder / "t.csv")

@@ -75,7 +75,7 @@ def make_dataset_tasks(
     if options.min_rows > options.max_rows:
         raise ConfigError(f"min_rows ({options.min_rows}) is above max_rows ({options.max_rows})")
     out = Path(out)
-    folder = Path(data_dir) if data_dir is not None else out.with_name(out.name + ".data")
+    folder = (Path(data_dir) if data_dir is not None else out.with_name(out.name + ".data")).resolve()
     units = [DatasetUnit(family, index) for family in FAMILIES for index in range(options.per_family)]
     settings = {"stage": "datasets", "options": options.model_dump(), "version": GENERATOR_VERSION,
                 "model": model.spec if model is not None else None}  # fmt: skip

@@ -157,7 +157,7 @@ def collect_files(
     options = options or FileOptions()
     out = Path(out)
     rejected_path = out.with_name(out.name + ".rejected.jsonl")
-    converted = Path(converted_dir) if converted_dir is not None else out.with_name(out.name + ".converted")
+    converted = (Path(converted_dir) if converted_dir is not None else out.with_name(out.name + ".converted")).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     for path in (out, rejected_path):
         drop_torn_tail(path)

@@ -172,7 +172,7 @@ def make_sql_tasks(
     ``split_dir`` (``<out>.databases/``)."""
     options = options or SqlOptions()
     out = Path(out)
-    folder = Path(split_dir) if split_dir is not None else out.with_name(out.name + ".databases")
+    folder = (Path(split_dir) if split_dir is not None else out.with_name(out.name + ".databases")).resolve()
     settings = {"stage": "sql", "files": str(Path(files).resolve()), "options": options.model_dump(),
                 "version": GENERATOR_VERSION}  # fmt: skip
     tasks = partial(_table_tasks, options=options, folder=folder)
