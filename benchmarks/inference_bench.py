@@ -10,7 +10,7 @@ these cores. ``--llama-tools DIR`` uses tools built elsewhere.
 For each model, in one run:
 
 1. single stream: prompt-processing and generation tokens/s, ours (a cold prompt of ``--prompt-tokens``;
-   then ``--gen-tokens`` generated after that prompt) and ``llama-bench``'s;
+   then ``--gen-tokens`` generated after a short prompt) and ``llama-bench``'s, each the mean of 3 runs;
 2. prefix reuse: time to first token of turn 1 and turn 3 of a 3-turn DABench trajectory recorded in
    this run (our agent and sandbox, scripted answers), turn 3 warm (after turns 1-2 and their
    completions) and cold;
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -46,6 +47,7 @@ from datalyst.tasks import load_dabench
 
 ROOT = Path(__file__).resolve().parents[1]
 CONCURRENCY = (1, 2, 4, 8)
+REPEATS = 3  # single-stream runs averaged, ours and llama-bench's alike
 SHORT_PROMPT_TOKENS = 128
 LONG_CONTEXT = (2000, (1, 4))
 """``filler_prompt`` size (about 2,500 tokens in these models' tokenizers) and counts at once for batching at
@@ -84,7 +86,8 @@ def build_tools(where: Path) -> Path:
 def llama_bench(tools: Path, gguf: Path, prompt: int, gen: int, threads: int) -> tuple[float, float]:
     """llama-bench's prompt and generation tokens/s."""
     command = [str(tools / "llama-bench"), "-m", str(gguf), "-p", str(prompt), "-n", str(gen)]
-    done = subprocess.run([*command, "-t", str(threads), "-r", "3", "-o", "json"], check=True, capture_output=True)
+    command += ["-t", str(threads), "-r", str(REPEATS), "-o", "json"]
+    done = subprocess.run(command, check=True, capture_output=True)
     rows = json.loads(done.stdout)
     pp = next(row["avg_ts"] for row in rows if row["n_prompt"] and not row["n_gen"])
     tg = next(row["avg_ts"] for row in rows if row["n_gen"] and not row["n_prompt"])
@@ -124,10 +127,12 @@ class Recorder:
         pass
 
 
-def filler_prompt(tokens: int) -> list[ChatMessage]:
-    """A user message of about ``tokens`` tokens that asks for a long answer."""
+def filler_prompt(tokens: int, variant: int = 0) -> list[ChatMessage]:
+    """A user message of about ``tokens`` tokens that asks for a long answer; each ``variant`` differs from
+    its first token, so none reuses another's cache."""
     lines = " ".join(f"Column c{i} holds values such as {i * 37 % 101} and {i * 53 % 89}." for i in range(tokens // 13))
-    return [ChatMessage(role="user", content=f"{lines}\nNow count from 1 to 1000, separated by commas.")]
+    ask = "Now count from 1 to 1000, separated by commas."
+    return [ChatMessage(role="user", content=f"Table {variant}. {lines}\n{ask}")]
 
 
 async def timed(model: Any, messages: list[ChatMessage], **params: Any) -> tuple[float, list[Completion]]:
@@ -136,19 +141,26 @@ async def timed(model: Any, messages: list[ChatMessage], **params: Any) -> tuple
     return time.perf_counter() - started, completions
 
 
-async def single_stream(gguf: Path, threads: int | None, prompt_tokens: int, gen_tokens: int) -> tuple[float, float]:
+async def single_stream(
+    gguf: Path, threads: int | None, prompt_tokens: int, gen_tokens: int, repeats: int = REPEATS
+) -> tuple[float, float]:
     """Prompt tokens/s of a cold prompt of ``prompt_tokens``; generation tokens/s after a short prompt, as
-    llama-bench measures it (generation slows as the context grows)."""
+    llama-bench measures it (generation slows as the context grows). Each is the mean over ``repeats``
+    runs, as llama-bench's ``avg_ts``."""
     model = LlamaCppModel(gguf, n_threads=threads, parallel=1)
     try:
         short = filler_prompt(0)
         await timed(model, short, max_tokens=1)  # the weights are read in once (llama-bench warms up too)
-        read = model.engine.stats.evaluated_tokens
-        seconds, _ = await timed(model, filler_prompt(prompt_tokens), max_tokens=1)
-        read = model.engine.stats.evaluated_tokens - read  # all but the chat template's opening, cached above
+        prompt_speeds, gen_speeds = [], []
+        for variant in range(1, repeats + 1):
+            read = model.engine.stats.evaluated_tokens
+            seconds, _ = await timed(model, filler_prompt(prompt_tokens, variant), max_tokens=1)
+            prompt_speeds.append((model.engine.stats.evaluated_tokens - read) / seconds)  # less the cached opening
         await timed(model, short, max_tokens=1)
-        seconds_gen, [long] = await timed(model, short, max_tokens=gen_tokens)  # the prompt is cached now
-        return read / seconds, long.completion_tokens / seconds_gen
+        for _ in range(repeats):
+            seconds, [long] = await timed(model, short, max_tokens=gen_tokens)  # the prompt is cached now
+            gen_speeds.append(long.completion_tokens / seconds)
+        return statistics.mean(prompt_speeds), statistics.mean(gen_speeds)
     finally:
         model.close()
 
