@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from datalyst.errors import ModelUnavailable
+from datalyst.llm import _gguf
 from datalyst.llm._base import ChatMessage, Role, SamplingParams, ScoringModel
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._llamacpp import LlamaCppModel
@@ -211,3 +212,35 @@ def test_missing_llama_cpp_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
     with pytest.raises(ModelUnavailable, match=r"pip install 'datalyst\[llamacpp\]'"):
         LlamaCppModel(header_only)
+
+
+def _package(root: Path, variants_in: str | None) -> Path:
+    """A llama_cpp package folder laid out like an installed wheel, with CPU variant libraries or not."""
+    package = root / "site-packages" / "llama_cpp"
+    (package / "lib").mkdir(parents=True)
+    if variants_in is not None:
+        where = package / variants_in
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "libggml-cpu-haswell.so").touch()
+    return package
+
+
+class _Libllama:
+    """Stands for libllama's handle: records the folders its loader of backend libraries is given."""
+
+    def __init__(self):
+        self.folders = []
+        self.ggml_backend_load_all_from_path = lambda folder: self.folders.append(Path(folder.decode()).resolve())
+
+
+@pytest.mark.parametrize("variants_in", ["../bin", "lib"])
+def test_a_build_with_cpu_variants_gets_them_loaded_from_where_they_lie(tmp_path, variants_in):
+    libllama, package = _Libllama(), _package(tmp_path, variants_in)
+    assert _gguf.load_cpu_variants(libllama, package)
+    assert libllama.folders == [(package / variants_in).resolve()]
+
+
+def test_a_build_with_its_cpu_code_linked_in_loads_nothing(tmp_path):
+    libllama = _Libllama()
+    assert not _gguf.load_cpu_variants(libllama, _package(tmp_path, None))
+    assert libllama.folders == []

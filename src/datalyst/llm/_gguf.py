@@ -1,5 +1,9 @@
 """GGUF files read by llama.cpp: checking a file, importing ``llama_cpp``, and the file's chat tokenizer.
 
+A llama.cpp built with ``GGML_BACKEND_DL`` and ``GGML_CPU_ALL_VARIANTS`` (one CPU library per instruction
+set, the best chosen at run time: portable and fast) registers no CPU backend by itself, and
+llama-cpp-python does not load one; :func:`import_llama_cpp` loads them.
+
 :class:`GGUFTokenizer` loads only the vocabulary (``vocab_only``, well under a second and a few MB) and
 the chat template stored in the file's metadata (``tokenizer.chat_template``).
 """
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +25,7 @@ from datalyst.llm._tokenizer import TemplateRenderer, find_end_of_turn
 
 __all__ = ["INSTALL_FIX", "GGUFTokenizer", "Spelling", "check_gguf", "import_llama_cpp"]
 
-INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'datalyst[llamacpp]'"
+INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=ON' pip install 'datalyst[llamacpp]'"
 _PIECE_BYTES = 64
 """First guess at a token's length in bytes; longer pieces are read again with the size llama.cpp asks for."""
 
@@ -45,7 +50,23 @@ def import_llama_cpp() -> Any:
         raise ModelUnavailable(
             f"gguf: models need the Python package 'llama_cpp', which cannot be imported ({exc}); {INSTALL_FIX}"
         ) from exc
+    load_cpu_variants(llama_cpp.llama_cpp._lib, Path(llama_cpp.__file__).parent)
     return llama_cpp
+
+
+@functools.cache
+def load_cpu_variants(libllama: Any, package: Path) -> bool:
+    """Register the CPU backend libraries of a ``GGML_BACKEND_DL`` build of the ``llama_cpp`` in ``package``
+    (llama.cpp picks the one the CPU supports best); False for a build with its CPU code linked in.
+    The loader is looked up through ``libllama``, so it is the libggml libllama uses (a wheel holds
+    copies of it under several names, and a copy opened by another name would be another library)."""
+    for where in (package / "lib", package.parent / "bin"):  # the wheel puts them beside the package
+        if any(where.glob("libggml-cpu-*.so")):
+            load_all = libllama.ggml_backend_load_all_from_path
+            load_all.argtypes, load_all.restype = [ctypes.c_char_p], None
+            load_all(str(where).encode())
+            return True
+    return False
 
 
 class GGUFTokenizer:
