@@ -196,6 +196,8 @@ def test_a_composed_question_extends_the_questions_it_is_built_on(table):
         hops = len(draft.params["steps"])
         assert 2 <= hops <= 5 and draft.level == ("easy" if hops <= 2 else "medium" if hops == 3 else "hard")
         assert 1 <= len(draft.answers) <= 5
-        for parent in draft.parents:
-            assert draft.code.startswith(parent.code) and draft.question.startswith(parent.question)
-            assert len(parent.params["steps"]) < hops
+        for parent in draft.parents:  # the composed question goes on from where a parent's answer was asked
+            steps = parent.params["steps"]
+            assert 2 <= len(steps) < hops and draft.params["steps"][: len(steps)] == steps
+            assert draft.code.startswith(parent.code) and parent.question.endswith("?")
+            assert draft.question.startswith(parent.question.rpartition(". ")[0])

@@ -7,7 +7,8 @@ computed. Each operation reads the state and changes it: ``filter`` and ``derive
 the table into a number, ``above`` keeps the rows above that number, and the last step (``aggregate``,
 ``count``, ``rank`` or ``correlate``) asks the question. The number of operations sets the level
 (2: easy, 3: medium, 4-5: hard), as DataMind grows a question by composing easier ones; every shorter
-chain that already ends in an answer is kept as a parent, so a hard task's lineage names its steps.
+chain of two or more operations that already ends in an answer is kept as a parent, its last step put as
+a question, so a hard task's lineage names the questions it is built on.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class _State:
     derived: bool = False
     steps: tuple[tuple[object, ...], ...] = ()
     """The operations so far with their arguments, e.g. ``("rank", "region", "units", "highest")``."""
+    asked: str = ""
+    """The last step put as a question, for when a shorter chain ending there is a task of its own."""
 
 
 def _say(state: _State, rng: random.Random, *phrasings: str) -> tuple[str, ...]:
@@ -111,19 +114,19 @@ def _rank(state: _State, rng: random.Random, last: bool) -> _State | None:
     category, number = rng.choice(options), rng.choice(state.numbers)
     extreme, method = rng.choice([("highest", "idxmax"), ("lowest", "idxmin")])
     name = f"{extreme}_{snake(category.name)}"
-    phrasings = (
+    question = rng.choice(
         [
             f"Which {category.words} has the {extreme} average {number.words}?",
             f"Grouping by {category.words}, which group's mean {number.words} is the {extreme}?",
         ]
-        if last
-        else [f"Find the {category.words} with the {extreme} average {number.words} (report it)."]
     )
+    step = f"Find the {category.words} with the {extreme} average {number.words}, and report it."
     return replace(
         state,
         label=category,
         number=None,
-        sentences=_say(state, rng, *phrasings),
+        sentences=(*state.sentences, question if last else step),
+        asked=question,
         code=state.code + f"label = df.groupby({category.code})[{number.code}].mean().{method}()\n"
         f'print(f"@{name}[{{label}}]")\n',
         answers=(*state.answers, Answer(name, f"the {category.words} as written in the data")),
@@ -242,8 +245,9 @@ def chain(roles: Roles, rng: random.Random, hops: int) -> Draft | None:
         following = next((found for move in moves if (found := move(state, rng)) is not None), None)
         if following is None or (last and following.answers == state.answers):
             return None
-        if not last and following.answers != state.answers:
-            parents.append(_draft(following, parents))  # a question of its own already
+        if 0 < hop < hops - 1 and following.answers != state.answers:  # a multi-hop question of its own already
+            asked = replace(following, sentences=(*following.sentences[:-1], following.asked))
+            parents.append(_draft(asked, parents))
         state = following
     return _draft(state, parents)
 
