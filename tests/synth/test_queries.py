@@ -54,6 +54,22 @@ def test_a_chain_of_harder_questions_is_standardised_and_linked(files, tmp_path)
 
 
 @pytest.mark.parametrize(
+    ("reply", "asked"),
+    [
+        ("Ranking: Which league has the most wins in total?", "Which league has the most wins in total?"),
+        ("**Comparison:** Compare the total wins of the leagues.", "Compare the total wins of the leagues."),
+        ("Which league has the most wins in total?", "Which league has the most wins in total?"),
+    ],
+)
+def test_a_question_labelled_otherwise_or_unlabelled_is_taken(files, tmp_path, reply, asked):
+    out = tmp_path / "queries.jsonl"
+    writer = ReplayModel([reply, standard("What are the total wins of each league?", "total_wins")])
+    make_query_tasks(files, out, writer, options=QueryOptions(categories_per_table=1, rounds=1), progress=False)
+    assert len(read_tasks(out)) == 1
+    assert f"Rewrite this question as a precise task:\n{asked}\n" in writer.calls[1][0][-1].content
+
+
+@pytest.mark.parametrize(
     ("replies", "reason"),
     [
         (["I cannot think of one."], "no_question"),

@@ -36,6 +36,8 @@ STANDARD_SAMPLING = SamplingParams(temperature=0.2, top_p=0.95, max_tokens=500)
 FORMAT_LINE = re.compile(r"@([a-z][a-z0-9_]*)\[[^\]]*\]")
 LABEL = re.compile(r"(?im)(?:^[\s*#>-]*|(?<=[.!?]) )(question|constraints|format)\s*:\s*")
 """A part's label: at the start of a line (after list or quote marks), or after a sentence ("Sure! Question: ...")."""
+OTHER_LABEL = re.compile(r"^[\s*#>-]*[A-Z][\w-]*(?: [\w-]+){0,3}\**\s*:\**\s+(\S.*)$")
+"""A line that starts with a label of one to four words, then a colon."""
 SYSTEM = (
     "You write data-analysis questions about one table. A good question can be answered exactly by running "
     "code on the table, names the columns it uses, and has one precise answer (a number, a name, a yes/no)."
@@ -124,7 +126,7 @@ async def _chain(model: ChatModel, description: str, category: Category, rounds:
     for round_ in range(rounds):
         messages = _ask_first(description, category) if previous is None else _ask_harder(description, previous)
         [completion] = await model.agenerate(messages, SAMPLING)
-        question = " ".join(_parts(completion.text).get("Question", "").split())
+        question = _question(completion.text)
         if not question:
             rejected["no_question"] += 1
             break
@@ -187,6 +189,17 @@ def _parts(text: str) -> dict[str, str]:
     for label, body in zip(pieces[1::2], pieces[2::2], strict=True):
         parts.setdefault(label.title(), body.strip())
     return parts
+
+
+def _question(reply: str) -> str:
+    """The question a reply asked for in one line gives: its ``Question:`` part; else a first line labelled
+    otherwise (small models often put the category's name, "Ranking: Order ..."), or one ending in "?"."""
+    if labelled := _parts(reply).get("Question"):
+        return " ".join(labelled.split())
+    line = next((line.strip() for line in reply.splitlines() if line.strip()), "")
+    if other := OTHER_LABEL.match(line):
+        return " ".join(other.group(1).split())
+    return line if line.endswith("?") else ""
 
 
 def _problem(item: _Written, columns: list[str], kept: list[frozenset[tuple[str, ...]]]) -> str | None:
