@@ -14,6 +14,7 @@ import codecs
 import ctypes
 import functools
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,26 @@ def import_llama_cpp() -> Any:
         raise ModelUnavailable(
             f"gguf: models need the Python package 'llama_cpp', which cannot be imported ({exc}); {INSTALL_FIX}"
         ) from exc
+    _log_errors_only(llama_cpp)
     load_cpu_variants(llama_cpp.llama_cpp._lib, Path(llama_cpp.__file__).parent)
     return llama_cpp
+
+
+_GGML_LOG_LEVEL_ERROR = 4
+_log_callback: Any = None
+
+
+def _log_errors_only(lib: Any) -> None:
+    """Let llama.cpp's log through to stderr only for errors (its warnings are about settings chosen here)."""
+    global _log_callback
+    if _log_callback is None:
+
+        def log(level: int, text: bytes, _: ctypes.c_void_p) -> None:
+            if level == _GGML_LOG_LEVEL_ERROR:
+                sys.stderr.write(text.decode(errors="replace"))
+
+        _log_callback = lib.llama_log_callback(log)
+        lib.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
 @functools.cache

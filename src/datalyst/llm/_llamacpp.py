@@ -16,9 +16,7 @@ and reports the same values.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import os
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +78,6 @@ class LlamaCppModel(LocalModel):
         self.chat_tokenizer: GGUFTokenizer = GGUFTokenizer(self.path)
         """The GGUF's chat template and vocabulary (loaded apart from the weights, so it outlives ``close``)."""
         self._lib = lib
-        _log_errors_only(lib)
         self._model = lib.llama_model_load_from_file(str(self.path).encode(), lib.llama_model_default_params())
         if not self._model:
             raise ModelUnavailable(
@@ -167,20 +164,3 @@ class LlamaCppModel(LocalModel):
                 f"llama.cpp failed while running {self.path.name} ({exc}); retry, or lower n_ctx, max_tokens "
                 "or parallel"
             ) from exc
-
-
-_GGML_LOG_LEVEL_ERROR = 4
-_log_callback: Any = None
-
-
-def _log_errors_only(lib: Any) -> None:
-    """Let llama.cpp's log through to stderr only for errors (its warnings are about settings chosen here)."""
-    global _log_callback
-    if _log_callback is None:
-
-        def log(level: int, text: bytes, _: ctypes.c_void_p) -> None:
-            if level == _GGML_LOG_LEVEL_ERROR:
-                sys.stderr.write(text.decode(errors="replace"))
-
-        _log_callback = lib.llama_log_callback(log)
-        lib.llama_log_set(_log_callback, ctypes.c_void_p(0))
