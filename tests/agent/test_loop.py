@@ -149,7 +149,7 @@ def test_trajectories_round_trip_and_export(task):
         task,
     )
     assert Trajectory.model_validate_json(trajectory.model_dump_json()) == trajectory
-    assert json.loads(trajectory.model_dump_json())["schema_version"] == 3
+    assert json.loads(trajectory.model_dump_json())["schema_version"] == 4
     [figure] = trajectory.turns[0].figures
     notebook = to_notebook(trajectory)
     nbformat.validate(notebook)
@@ -159,3 +159,23 @@ def test_trajectories_round_trip_and_export(task):
     page = to_html(trajectory)
     assert "&lt;b&gt;plotted&lt;/b&gt;" in page and "<b>plotted</b>" not in page
     assert "data:image/png;base64," in page and "@total_revenue[3]" in page
+
+
+def test_guidance_reaches_the_model_and_is_recorded_apart(task):
+    model = RecordingModel([answer("@total_revenue[1.00]")])
+    agent = Agent(model, AgentConfig(), guidance=lambda t: f"  Workflow for {t.id}: load, sum, round.  ")
+    trajectory = asyncio.run(agent.arun(task))
+    added = "\n\nWorkflow for sales-total: load, sum, round."
+    assert trajectory.guidance == added
+    assert model.seen[0][1].content == trajectory.first_message and trajectory.first_message.endswith(added)
+    assert (
+        trajectory.task_message == trajectory.first_message.removesuffix(added)
+        and "Workflow" not in trajectory.task_message
+    )
+    assert to_messages(trajectory)[1].content == trajectory.first_message
+    assert to_messages(trajectory, guidance=False)[1].content == trajectory.task_message
+
+
+def test_empty_guidance_adds_nothing(task):
+    trajectory = asyncio.run(Agent(RecordingModel([answer("1")]), guidance=lambda t: " \n").arun(task))
+    assert trajectory.guidance == "" and trajectory.task_message == trajectory.first_message

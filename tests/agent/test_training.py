@@ -60,3 +60,14 @@ def test_the_mask_covers_exactly_each_turn_and_its_end_of_turn_token(tokenizer, 
     ]
     assert runs == [turn.text + tokenizer.end_of_turn for turn in trajectory.turns]
     assert example.loss_mask[0] == 0
+
+
+def test_training_examples_leave_out_the_sampling_guidance_unless_asked(examples_dir):
+    tokenizer = load_tokenizer("embedded:small")
+    task = Task(id="regions", question="How many regions are there?", files=[str(examples_dir / "sales.csv")])
+    model = ReplayModel(SCRIPTS["datamind"], per_turn=True)
+    guided = asyncio.run(Agent(model, guidance=lambda t: "Hint: count distinct values.").arun(task))
+    plain = asyncio.run(Agent(ReplayModel(SCRIPTS["datamind"], per_turn=True)).arun(task))
+    assert "Hint" in guided.first_message
+    assert training_example(guided, tokenizer).input_ids == training_example(plain, tokenizer).input_ids
+    assert "Hint" in tokenizer.decode(training_example(guided, tokenizer, guidance=True).input_ids)

@@ -1,6 +1,6 @@
 """The agent: dialects, the step-wise agent over a sandbox, trajectories, training examples, exports, rollouts."""
 
-from datalyst.agent._agent import Agent, AgentConfig, AgentState, PendingSandbox, build_context
+from datalyst.agent._agent import Agent, AgentConfig, AgentState, Guidance, PendingSandbox, build_context
 from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import DIALECTS, get_dialect
 from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_notebook
@@ -17,6 +17,7 @@ __all__ = [
     "AgentConfig",
     "AgentState",
     "Dialect",
+    "Guidance",
     "PendingSandbox",
     "PromptContext",
     "RolloutSummary",

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 TurnCallback = Callable[[Turn], None]
 """Called with every finished turn (``datalyst ask`` prints them as they come)."""
+Guidance = Callable[[Task], str]
+"""Text to add to a task's first message while sampling (``""`` for none); recorded as ``Trajectory.guidance``."""
 
 
 class AgentConfig(BaseModel):
@@ -111,9 +113,12 @@ class Agent:
     trajectory = await agent.arun(Task(id="1", question="How many rows?", files=["sales.csv"]))
     """
 
-    def __init__(self, model: ChatModel, config: AgentConfig | None = None) -> None:
+    def __init__(
+        self, model: ChatModel, config: AgentConfig | None = None, *, guidance: Guidance | None = None
+    ) -> None:
         self.model = model
         self.config = config or AgentConfig()
+        self.guidance = guidance
         self.dialect: Dialect = get_dialect(self.config.dialect)
         self.sampling = self.config.sampling.model_copy(update={"n": 1, "stop": self.dialect.stop})
         """What every turn is sampled with (the dialect's stop sequences added)."""
@@ -149,8 +154,11 @@ class Agent:
             executor, build_context, task, self.config.max_file_info_chars
         )
         system, first = self.dialect.opening(context)
+        hint = self.guidance(task).strip() if self.guidance else ""
+        added = f"\n\n{hint}" if hint else ""
+        first += added
         trajectory = self.new_trajectory(
-            task, trial, system_prompt=system, first_message=first, termination=Termination.MAX_TURNS
+            task, trial, system_prompt=system, first_message=first, guidance=added, termination=Termination.MAX_TURNS
         )
         messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
         return AgentState(trajectory, messages, PendingSandbox(task.files, self.config, executor))

@@ -32,12 +32,14 @@ def observation_message(dialect: Dialect, turn: Turn) -> str | None:
     return turn.observation if turn.kind == ActionKind.VOID else dialect.observation(turn.observation)
 
 
-def to_messages(trajectory: Trajectory) -> list[TrainingMessage]:
-    """The conversation exactly as the model saw and wrote it."""
+def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[TrainingMessage]:
+    """The conversation exactly as the model saw and wrote it; ``guidance=False`` leaves out what sampling
+    added to the first message (training data: the model must learn to do without it)."""
     dialect = get_dialect(trajectory.dialect)
+    first = trajectory.first_message if guidance else trajectory.task_message
     messages = [
         TrainingMessage(role=Role.SYSTEM, content=trajectory.system_prompt, is_environment=True),
-        TrainingMessage(role=Role.USER, content=trajectory.first_message, is_environment=True),
+        TrainingMessage(role=Role.USER, content=first, is_environment=True),
     ]
     for turn in trajectory.turns:
         messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.text, is_environment=False))

@@ -1,9 +1,10 @@
 """Training examples: a trajectory as token ids with a loss mask, for one tokenizer and chat template.
 
 The conversation is rendered with the model's chat template exactly as the model saw it turn after
-turn. The mask is 1 on the agent's own text (each assistant message and the end-of-turn token that
-closes it) and 0 on everything the environment wrote: the system prompt, the task, every
-observation, and the template's own role headers.
+turn, less any sampling guidance (``Trajectory.guidance``) unless it is asked for. The mask is 1 on
+the agent's own text (each assistant message and the end-of-turn token that closes it) and 0 on
+everything the environment wrote: the system prompt, the task, every observation, and the
+template's own role headers.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ class TrainingExample(BaseModel):
     """1 on the agent's tokens, 0 on the environment's; as long as ``input_ids``."""
 
 
-def training_example(trajectory: Trajectory, tokenizer: ChatTokenizer) -> TrainingExample:
-    """``trajectory`` as ids and mask for ``tokenizer``; ConfigError if its template changes a message's text."""
-    messages = to_messages(trajectory)
+def training_example(trajectory: Trajectory, tokenizer: ChatTokenizer, *, guidance: bool = False) -> TrainingExample:
+    """``trajectory`` as ids and mask for ``tokenizer``; ConfigError if its template changes a message's text.
+
+    The sampling guidance (``Trajectory.guidance``) is left out of the first message unless ``guidance``.
+    """
+    messages = to_messages(trajectory, guidance=guidance)
     chat = [ChatMessage(role=message.role, content=message.content) for message in messages]
     rendered = tokenizer.render(chat, add_generation_prompt=False)
     spans = [

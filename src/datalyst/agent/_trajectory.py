@@ -18,8 +18,9 @@ from datalyst.llm import SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 3
-"""2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``."""
+SCHEMA_VERSION = 4
+"""2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``;
+4 added ``Trajectory.guidance``."""
 
 
 def trajectory_id(task_id: str, trial: int) -> str:
@@ -91,6 +92,10 @@ class Trajectory(BaseModel):
     sampling: SamplingParams
     system_prompt: str
     first_message: str
+    """The task as the model read it, ``guidance`` included."""
+    guidance: str = ""
+    """What sampling added at the end of ``first_message`` (workflow knowledge, a reflection's critique),
+    exactly. Training views drop it, so a model learns to act without the hint."""
     turns: list[Turn] = []
     answer: str | None = None
     termination: Termination
@@ -116,8 +121,13 @@ class Trajectory(BaseModel):
             # Schema 1 kept the whole completion in the conversation: that is what the model saw.
             data["turns"] = [{**turn, "text": turn.get("raw", "")} for turn in data.get("turns", [])]
         if isinstance(version, int) and version < SCHEMA_VERSION:
-            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 only added a field
+            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 -> 4 only added fields
         return data
+
+    @property
+    def task_message(self) -> str:
+        """The first message without the guidance: the task as a model sees it outside sampling."""
+        return self.first_message.removesuffix(self.guidance)
 
     @property
     def n_void_turns(self) -> int:
