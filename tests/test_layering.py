@@ -17,8 +17,9 @@ ALLOWED = {
     "agent": {"llm", "sandbox", "data", "tasks"},
     "judge": {"llm", "tasks"},
     "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
+    "curate": {"agent", "tasks", "judge", "llm", "synth"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
-    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "eval"},
+    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval"},
 }
 
 
