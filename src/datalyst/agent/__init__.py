@@ -7,7 +7,7 @@ from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_not
 from datalyst.agent._rollout import RolloutSummary, rollout, rollout_groups
 from datalyst.agent._store import finished_ids, read_trajectories
 from datalyst.agent._training import TrainingExample, training_example
-from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn
+from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn, trajectory_id
 
 __all__ = [
     "DIALECTS",
@@ -37,4 +37,5 @@ __all__ = [
     "to_messages",
     "to_notebook",
     "training_example",
+    "trajectory_id",
 ]
