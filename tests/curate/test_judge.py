@@ -67,7 +67,7 @@ def test_an_open_task_whose_answers_disagree_fails(open_task, group):
 
 def write_run(tmp_path, trajectories, n=3) -> RunFolder:
     run = RunFolder(tmp_path / "run")
-    run.start(RunConfig(source="sample", tasks="tasks.jsonl", model="replay", agent=AgentConfig(), n=n))
+    run.start(RunConfig(source="sample", tasks=["tasks.jsonl"], model="replay", agent=AgentConfig(), n=n))
     run.samples.write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
     return run
 

@@ -129,23 +129,27 @@ def run_command(
 async def _run(config: EvalConfig, out: Path, *, shard: tuple[int, int] | None) -> EvalReport:
     """The whole run in one event loop: the models are made, used and closed in it."""
     async with AsyncExitStack() as stack:
-        model = await stack.enter_async_context(_Model(config.model, eager=True))
-        judge = await stack.enter_async_context(_Model(config.judge_model, eager=True)) if config.judge_model else None
+        model = await stack.enter_async_context(ManagedModel(config.model, eager=True))
+        judge = (
+            await stack.enter_async_context(ManagedModel(config.judge_model, eager=True))
+            if config.judge_model
+            else None
+        )
         reformatter = None
         if config.reformat_model not in (None, config.model):
-            reformatter = await stack.enter_async_context(_Model(config.reformat_model, eager=True))
+            reformatter = await stack.enter_async_context(ManagedModel(config.reformat_model, eager=True))
         return await arun_eval(config, out, model, judge_model=judge, reformat_model=reformatter, shard=shard)
 
 
 async def _report(run: Path, *, judge_model: str | None, reformat_model: str | None) -> EvalReport:
     """Rescore a run in one event loop, loading a model only if it is asked something (a report may need none)."""
     async with AsyncExitStack() as stack:
-        judge = await stack.enter_async_context(_Model(judge_model)) if judge_model else None
-        reformatter = await stack.enter_async_context(_Model(reformat_model)) if reformat_model else None
+        judge = await stack.enter_async_context(ManagedModel(judge_model)) if judge_model else None
+        reformatter = await stack.enter_async_context(ManagedModel(reformat_model)) if reformat_model else None
         return await ascore_run(run, judge_model=judge, reformat_model=reformatter)
 
 
-class _Model:
+class ManagedModel:
     """The model of ``spec``, loaded now (``eager``) or at its first call, and closed with the context."""
 
     def __init__(self, spec: str, *, eager: bool = False) -> None:
@@ -161,7 +165,7 @@ class _Model:
         if self._model is not None:
             await self._model.aclose()
 
-    async def __aenter__(self) -> _Model:
+    async def __aenter__(self) -> ManagedModel:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -250,7 +254,7 @@ def score_command(
 
 
 async def _reformat(records: list[dict], root: Path, spec: str, *, concurrency: int) -> list[dict]:
-    async with _Model(spec, eager=True) as model:
+    async with ManagedModel(spec, eager=True) as model:
         return await areformat_responses(records, load_dabench(root), model, concurrency=concurrency)
 
 

@@ -64,7 +64,7 @@ def files_command(
     no_decontaminate: Annotated[bool, typer.Option("--no-decontaminate", help="Keep benchmark tables.")] = False,
 ) -> None:
     """Collect usable tables from ROOTS: load every data file, filter, de-duplicate and drop benchmark tables."""
-    options = _options(
+    options = parse_options(
         FileOptions,
         min_rows=min_rows,
         max_rows=max_rows,
@@ -96,7 +96,7 @@ def templates_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Make tasks with verified answers: every template on every table, each solution run in the sandbox."""
-    options = _options(TemplateOptions, seed=seed, drafts_per_template=drafts_per_template)
+    options = parse_options(TemplateOptions, seed=seed, drafts_per_template=drafts_per_template)
     summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
     _print_summary(summary)
 
@@ -112,7 +112,7 @@ def sql_command(
     ] = 0.5,
 ) -> None:
     """Make questions answered by one SQLite query (gold query run read-only), on SQLite tables and split databases."""
-    options = _options(SqlOptions, seed=seed, drafts_per_template=drafts_per_template, split_share=split_share)
+    options = parse_options(SqlOptions, seed=seed, drafts_per_template=drafts_per_template, split_share=split_share)
     _print_summary(make_sql_tasks(files, out, options=options))
 
 
@@ -139,7 +139,9 @@ def queries_command(
     seed: Annotated[int, typer.Option(help="Seed of the categories and the sample.")] = 0,
 ) -> None:
     """Have a model write questions (and harder questions built on them) about each table; answers come later."""
-    options = _options(QueryOptions, seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample)
+    options = parse_options(
+        QueryOptions, seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample
+    )
     writer = load_model(str(resolve_spec(model)))
     try:
         summary = make_query_tasks(files, out, writer, options=options)
@@ -161,7 +163,7 @@ def datasets_command(
 ) -> None:
     """Make synthetic datasets that hide a trap (sentinel codes, outliers, Simpson's paradox, ...) and questions
     whose answer depends on handling it."""
-    options = _options(DatasetOptions, seed=seed, per_family=per_family, repairs=repairs)
+    options = parse_options(DatasetOptions, seed=seed, per_family=per_family, repairs=repairs)
     writer = load_model(str(resolve_spec(model))) if model is not None else None
     try:
         summary = make_dataset_tasks(out, options=options, model=writer, require_isolation=not allow_unisolated)
@@ -196,7 +198,7 @@ def show_command(
             console.print(f"answer: {task.answer}\n", style="green", markup=False)
 
 
-def _options(kind: type[Options], **values: object) -> Options:
+def parse_options(kind: type[Options], **values: object) -> Options:
     """Options from the command line; a value out of range stops with one line naming its option."""
     try:
         return kind(**values)

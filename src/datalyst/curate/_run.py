@@ -24,8 +24,8 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: Literal["sample", "expert"]
-    tasks: str
-    """The task file the trajectories answer."""
+    tasks: list[str]
+    """The task files the trajectories answer."""
     model: str
     """The model spec that samples (``expert`` for the offline expert)."""
     agent: AgentConfig

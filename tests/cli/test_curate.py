@@ -1,0 +1,49 @@
+"""``datalyst curate``: the commands a user runs, end to end with a scripted model and the real sandbox."""
+
+from __future__ import annotations
+
+import json
+
+from datalyst.agent import read_trajectories
+from datalyst.tasks import Task, write_tasks
+
+SCRIPT = [
+    "<think>Count the regions.</think>\n<code>\n```python\nimport pandas as pd\n"
+    "print(pd.read_csv('sales.csv')['region'].nunique())\n```\n</code>",
+    "<think>There are 4.</think>\n<answer>@regions[4]</answer>",
+]
+
+
+def test_sample_then_judge(datalyst, replay_spec, tmp_path, examples_dir):
+    tasks = tmp_path / "tasks.jsonl"
+    sales = str(examples_dir / "sales.csv")
+    write_tasks([
+        Task(id="v", question="How many regions?", format="@regions[value]", answer={"regions": "4"}, judge="dabench",
+             files=[sales], category="Counting"),
+        Task(id="o", question="How many regions are there?", format="@regions[value]", judge="dabench", files=[sales]),
+        Task(id="x", question="Unused", files=[sales]),
+    ], tasks)  # fmt: skip
+    run = tmp_path / "run"
+    spec = replay_spec(SCRIPT, per_turn=True)
+    done = datalyst("curate", "sample", str(tasks), "--out", str(run), "--model", spec, "--n", "2", "--limit", "2",
+                    "--seed", "1", "--concurrency", "2")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trajectories = read_trajectories(run / "samples.jsonl")
+    assert len(trajectories) == 4 and all(t.answer == "@regions[4]" for t in trajectories)
+    counting = [t for t in trajectories if t.task.category == "Counting"]
+    assert counting and all("A workflow that suits counting questions" in t.guidance for t in counting)
+    assert json.loads((run / "run.json").read_text())["n"] == 2
+
+    done = datalyst("curate", "judge", str(run))
+    assert done.returncode == 0, done.stderr
+    verdicts = [json.loads(line) for line in (run / "verdicts.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 2 and all(v["passed"] for v in verdicts)
+    assert "rescued by reflection: 0" in done.stderr
+
+    again = datalyst("curate", "sample", str(tasks), "--out", str(run), "--model", spec, "--n", "3")
+    assert again.returncode == 2 and "other settings" in again.stderr
+
+
+def test_judge_refuses_a_folder_that_is_not_a_run(datalyst, tmp_path):
+    done = datalyst("curate", "judge", str(tmp_path))
+    assert done.returncode == 2 and "is not a curation run" in done.stderr
