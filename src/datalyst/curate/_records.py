@@ -8,6 +8,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.agent import Trajectory
+from datalyst.curate._overthinking import OVERTHINKING_VERSION
 
 SCHEMA_VERSION = 1
 
@@ -68,3 +69,5 @@ class Curated(BaseModel):
     stratum: Stratum
     overthinking: float
     """Datarus's overthinking score, from 0 (concise) up; see ``curate.overthinking_score``."""
+    overthinking_version: int = OVERTHINKING_VERSION
+    """The version of the scorer that gave ``overthinking``."""
