@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from datalyst.agent import ActionKind, Termination, Trajectory, Turn
+from datalyst.agent import ActionKind, AgentConfig, Termination, Trajectory, Turn
+from datalyst.curate import GroupVerdict, RunConfig, RunFolder
 from datalyst.llm import SamplingParams
 from datalyst.tasks import Task
 
@@ -40,3 +41,35 @@ def _answered(
 def answered() -> Callable[..., Trajectory]:
     """``answered(task, trial, answer, thought=..., dialect=...)``: a one-turn trajectory ending with ``answer``."""
     return _answered
+
+
+TASK = Task(id="t", question="How many?", answer={"n": "4"}, judge="dabench", category="Counting")
+OPEN = Task(id="o", question="Which?", judge="dabench", category="Ranking", files=["sales.csv"])
+
+
+@pytest.fixture
+def judged_run(tmp_path, answered) -> Callable[..., RunFolder]:
+    """``judged_run(source)``: a run folder of 8 trajectories of two tasks (one verified), with verdicts."""
+
+    def make(source="sample"):
+        folder = RunFolder(tmp_path / source)
+        folder.start(RunConfig(source=source, tasks=["t.jsonl"], model="m", agent=AgentConfig(), n=4))
+        trajectories = [
+            answered(TASK, 0, "@n[4]", thought="Counted the rows once."),
+            answered(TASK, 1, "@n[4] bad", thought="Counted them another way, by region."),
+            answered(TASK, 2, "@n[4]", thought="Counted the rows once."),  # the same as trial 0
+            answered(TASK, 3, "@n[5]", thought="Miscounted."),
+            *[answered(OPEN, k, "@x[East]", thought=f"Looked at sales {k} times, summed by region.") for k in range(4)],
+        ]
+        folder.samples.write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
+        ids = {name: [f"{name}#{k}" for k in range(4)] for name in "to"}
+        verdicts = [
+            GroupVerdict(id="t@0", task_id="t", round=0, method="ground_truth", trajectory_ids=ids["t"],
+                         correct=[True, True, True, False], passed=True, best="t#0"),
+            GroupVerdict(id="o@0", task_id="o", round=0, method="rule", trajectory_ids=ids["o"],
+                         correct=[True] * 4, passed=True, best="o#0", answer="@x[East]"),
+        ]  # fmt: skip
+        folder.verdicts.write_text("".join(v.model_dump_json() + "\n" for v in verdicts))
+        return folder
+
+    return make

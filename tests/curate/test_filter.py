@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from datalyst.agent import AgentConfig, Trajectory
+from datalyst.agent import Trajectory
 from datalyst.curate._filter import FilterOptions, filter_run
-from datalyst.curate._judge import GroupVerdict
 from datalyst.curate._records import KEEP, Curated, Stratum, Verdict
-from datalyst.curate._run import RunConfig, RunFolder
 from datalyst.curate._select import Strategy
-from datalyst.tasks import Task
-
-TASK = Task(id="t", question="How many?", answer={"n": "4"}, judge="dabench")
-OPEN = Task(id="o", question="Which?", judge="dabench")
 
 
 class NoWord:
@@ -31,38 +23,12 @@ class NoWord:
         return Verdict(reason="has_word", detail=self.word) if self.word in (trajectory.answer or "") else KEEP
 
 
-@pytest.fixture
-def run(tmp_path, answered):
-    def make(source="sample"):
-        folder = RunFolder(tmp_path / source)
-        folder.start(RunConfig(source=source, tasks=["t.jsonl"], model="m", agent=AgentConfig(), n=4))
-        trajectories = [
-            answered(TASK, 0, "@n[4]", thought="Counted the rows once."),
-            answered(TASK, 1, "@n[4] bad", thought="Counted them another way, by region."),
-            answered(TASK, 2, "@n[4]", thought="Counted the rows once."),  # the same as trial 0
-            answered(TASK, 3, "@n[5]", thought="Miscounted."),
-            *[answered(OPEN, k, "@x[East]", thought=f"Looked at sales {k} times, summed by region.") for k in range(4)],
-        ]
-        folder.samples.write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
-        ids = {name: [f"{name}#{k}" for k in range(4)] for name in "to"}
-        verdicts = [
-            GroupVerdict(id="t@0", task_id="t", round=0, method="ground_truth", trajectory_ids=ids["t"],
-                         correct=[True, True, True, False], passed=True, best="t#0"),
-            GroupVerdict(id="o@0", task_id="o", round=0, method="rule", trajectory_ids=ids["o"],
-                         correct=[True] * 4, passed=True, best="o#0", answer="@x[East]"),
-        ]  # fmt: skip
-        folder.verdicts.write_text("".join(v.model_dump_json() + "\n" for v in verdicts))
-        return folder
-
-    return make
-
-
 def lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_each_stage_sees_what_the_one_before_kept_and_every_drop_has_a_reason(run):
-    folder = run()
+def test_each_stage_sees_what_the_one_before_kept_and_every_drop_has_a_reason(judged_run):
+    folder = judged_run()
     summary = filter_run(folder, [NoWord("bad")])
     assert [(s.stage, s.kept, s.dropped) for s in summary.funnel] == [
         ("select", 7, {"wrong_answer": 1}),
@@ -83,24 +49,24 @@ def test_each_stage_sees_what_the_one_before_kept_and_every_drop_has_a_reason(ru
     assert manifest["checks"] == ["no_word"] and manifest["summary"]["kept"] == 5
 
 
-def test_expert_runs_mark_their_trajectories_as_the_experts(run):
-    filter_run(run("expert"), [])
-    assert {c["selected_by"] for c in lines(run("expert").kept) if c} <= {"expert"}
+def test_expert_runs_mark_their_trajectories_as_the_experts(judged_run):
+    filter_run(judged_run("expert"), [])
+    assert {c["selected_by"] for c in lines(judged_run("expert").kept) if c} <= {"expert"}
 
 
-def test_non_con_keeps_wrong_answers_as_persistent_failures(run):
-    folder = run()
+def test_non_con_keeps_wrong_answers_as_persistent_failures(judged_run):
+    folder = judged_run()
     summary = filter_run(folder, [], FilterOptions(strategy=Strategy.NON_CON))
     kept = {c["id"]: c["stratum"] for c in lines(folder.kept)}
     assert kept["t#3"] == "persistent_failure" and summary.by_stratum["persistent_failure"] == 1
 
 
-def test_overthinking_sampling_and_the_strata_mix_are_stages_of_their_own(run):
-    folder = run()
+def test_overthinking_sampling_and_the_strata_mix_are_stages_of_their_own(judged_run):
+    folder = judged_run()
     summary = filter_run(folder, [], FilterOptions(keep=3))
     assert summary.funnel[-1].stage == "overthinking" and summary.kept == 3
     assert summary.funnel[-1].dropped == {"not_sampled": 3}
-    folder = run()
+    folder = judged_run()
     summary = filter_run(
         folder,
         [],

@@ -1,0 +1,245 @@
+"""``curate report``: what a curation run did, stage by stage, and what its kept data looks like.
+
+``RUN/report/`` gets ``report.json`` (every count), ``report.md`` (the same as tables), PNG plots of
+the funnel, the mixes and the lengths, and ``index.html``: a random sample of kept and dropped
+trajectories, each dropped one with its stage and reason, each linked to its own page.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import io
+import json
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jinja2
+from pydantic import BaseModel
+
+from datalyst.agent import Trajectory, to_html
+from datalyst.curate._filter import StageCount
+from datalyst.curate._judge import JudgeSummary, read_verdicts, verified
+from datalyst.curate._records import Curated
+from datalyst.curate._run import RunFolder
+from datalyst.curate._select import Dropped
+from datalyst.files import write_atomic
+from datalyst.jsonl import read_appended
+
+_FIX = "run `datalyst curate filter` again"
+
+
+class Spread(BaseModel):
+    """The distribution of one length over the kept trajectories."""
+
+    mean: float
+    median: float
+    p90: float
+    max: int
+
+    @classmethod
+    def of(cls, values: Sequence[int]) -> Spread:
+        if not values:
+            return cls(mean=0, median=0, p90=0, max=0)
+        ordered = sorted(values)
+        return cls(mean=round(statistics.fmean(ordered), 1), median=statistics.median(ordered),
+                   p90=ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], max=ordered[-1])  # fmt: skip
+
+
+class CurationReport(BaseModel):
+    run: str
+    source: str
+    model: str
+    dialect: str
+    tasks: int
+    verified_tasks: int
+    trajectories: int
+    judge: JudgeSummary | None
+    ground_truth_yield: float | None
+    """Share of verified tasks with a right trajectory (any round)."""
+    consistency_yield: float | None
+    """Share of unverified tasks whose trajectories agreed (any round)."""
+    funnel: list[StageCount]
+    kept: int
+    mix: dict[str, dict[str, int]]
+    """Of the kept trajectories: by category, level, file format, stratum and how they were selected."""
+    lengths: dict[str, Spread]
+    """Of the kept trajectories: agent tokens, turns, and code cells that failed."""
+
+
+def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = None) -> CurationReport:
+    """The report of ``run`` as its files stand; ``count_tokens`` measures turns that carry no token count."""
+    config = run.config()
+    trajectories = run.trajectories()
+    tasks = {t.task.id: t.task for t in trajectories}
+    verdicts = read_verdicts(run)
+    passed = {v.task_id for v in verdicts if v.passed}
+    judged = {v.task_id: v.method for v in verdicts}
+    gt = [task_id for task_id, method in judged.items() if method == "ground_truth"]
+    sc = [task_id for task_id, method in judged.items() if method != "ground_truth"]
+    kept = read_curated(run)
+    manifest = _manifest(run.kept)
+    judge_manifest = _manifest(run.verdicts)
+    return CurationReport(
+        run=str(run.path),
+        source=config.source,
+        model=config.model,
+        dialect=config.agent.dialect,
+        tasks=len(tasks),
+        verified_tasks=sum(verified(task) for task in tasks.values()),
+        trajectories=len(trajectories),
+        judge=JudgeSummary.model_validate(judge_manifest["summary"]) if "summary" in judge_manifest else None,
+        ground_truth_yield=_share(sum(t in passed for t in gt), len(gt)),
+        consistency_yield=_share(sum(t in passed for t in sc), len(sc)),
+        funnel=[StageCount.model_validate(stage) for stage in manifest.get("summary", {}).get("funnel", [])],
+        kept=len(kept),
+        mix={
+            "category": _counts(c.trajectory.task.category or "none" for c in kept),
+            "level": _counts(c.trajectory.task.level or "none" for c in kept),
+            "format": _counts(_file_format(c.trajectory) for c in kept),
+            "stratum": _counts(c.stratum.value for c in kept),
+            "selected_by": _counts(c.selected_by for c in kept),
+        },
+        lengths={
+            "agent_tokens": Spread.of([_agent_tokens(c.trajectory, count_tokens) for c in kept]),
+            "turns": Spread.of([len(c.trajectory.turns) for c in kept]),
+            "failed_cells": Spread.of(
+                [sum(t.result is not None and not t.result.ok for t in c.trajectory.turns) for c in kept]
+            ),
+        },
+    )
+
+
+def read_curated(run: RunFolder) -> list[Curated]:
+    return read_appended(run.kept, Curated, what="a curated trajectory", fix=_FIX)
+
+
+def write_report(run: RunFolder, report: CurationReport, *, sample: int = 20, seed: int = 0) -> Path:
+    """Write the report folder of ``run``; returns the path of its ``index.html``."""
+    out = run.report
+    (out / "trajectories").mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "report.json", report.model_dump_json(indent=2))
+    write_atomic(out / "report.md", render_markdown(report))
+    _plot(report, out)
+    rng = random.Random(seed)
+    kept = read_curated(run)
+    dropped = read_appended(run.dropped, Dropped, what="a dropped trajectory", fix=_FIX)
+    by_id = {t.id: t for t in run.trajectories()}
+    kept_rows = [(c.trajectory, f"kept · {c.stratum.value} · overthinking {c.overthinking:.2f}")
+                 for c in rng.sample(kept, min(sample, len(kept)))]  # fmt: skip
+    dropped_rows = [(by_id[d.id], f"dropped at {d.stage}: {d.reason}" + (f" ({d.detail})" if d.detail else ""))
+                    for d in rng.sample(dropped, min(sample, len(dropped))) if d.id in by_id]  # fmt: skip
+    for trajectory, _ in kept_rows + dropped_rows:
+        write_atomic(out / "trajectories" / _page(trajectory), to_html(trajectory))
+    index = out / "index.html"
+    write_atomic(index, _index_html(report, kept_rows, dropped_rows))
+    return index
+
+
+def render_markdown(report: CurationReport) -> str:
+    what = f"{report.source} · {report.model} · {report.dialect}"
+    counts = f"{report.tasks} tasks ({report.verified_tasks} verified) · {report.trajectories} trajectories"
+    lines = [f"# Curation report: {report.run}", "", f"{what} · {counts} · {report.kept} kept", ""]
+    if report.judge is not None:
+        lines += [f"- ground-truth yield: {_percent(report.ground_truth_yield)}",
+                  f"- consistency yield: {_percent(report.consistency_yield)}",
+                  f"- rescued by reflection: {report.judge.rescued}", ""]  # fmt: skip
+    lines += ["| stage | kept | dropped |", "|---|---|---|"]
+    lines += [f"| {s.stage} | {s.kept} | {', '.join(f'{r} {n}' for r, n in s.dropped.items()) or '-'} |"
+              for s in report.funnel]  # fmt: skip
+    for name, counts in report.mix.items():
+        lines += ["", f"**{name}**: " + ", ".join(f"{key} {n}" for key, n in counts.items())]
+    lines += ["", "| length | mean | median | p90 | max |", "|---|---|---|---|---|"]
+    lines += [f"| {name} | {s.mean} | {s.median} | {s.p90} | {s.max} |" for name, s in report.lengths.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _agent_tokens(trajectory: Trajectory, count_tokens: Callable[[str], int] | None) -> int:
+    """Tokens the agent wrote: as generated when the turns record them, else counted."""
+    total = 0
+    for turn in trajectory.turns:
+        if turn.token_ids is not None:
+            total += len(turn.token_ids)
+        elif count_tokens is not None:
+            total += count_tokens(turn.text)
+        else:
+            total += turn.completion_tokens
+    return total
+
+
+def _file_format(trajectory: Trajectory) -> str:
+    files = trajectory.task.files
+    return Path(files[0]).suffix.lstrip(".").lower() or "none" if files else "none"
+
+
+def _counts(values: object) -> dict[str, int]:
+    return dict(Counter(values).most_common())  # type: ignore[arg-type]
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _manifest(path: Path) -> dict:
+    manifest = path.with_name(path.name + ".manifest.json")
+    return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
+
+
+def _page(trajectory: Trajectory) -> str:
+    return trajectory.id.replace("/", "_").replace("#", "-") + ".html"
+
+
+def _plot(report: CurationReport, out: Path) -> None:
+    """``funnel.png``, ``mix.png`` (strata and categories) and ``lengths.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def save(figure: object, name: str) -> None:
+        png = io.BytesIO()
+        figure.tight_layout()  # type: ignore[attr-defined]
+        figure.savefig(png, format="png", dpi=100)  # type: ignore[attr-defined]
+        plt.close(figure)  # type: ignore[arg-type]
+        write_atomic(out / name, png.getvalue())
+
+    figure, axes = plt.subplots(figsize=(8, 3.5))
+    stages = [("sampled", report.trajectories)] + [(s.stage, s.kept) for s in report.funnel]
+    axes.bar([s for s, _ in stages], [n for _, n in stages], color="C0")
+    axes.set_ylabel("trajectories")
+    axes.set_title("Trajectories left after each stage")
+    axes.tick_params(axis="x", rotation=30)
+    save(figure, "funnel.png")
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for axes, name in ((left, "stratum"), (right, "category")):
+        counts = report.mix.get(name, {})
+        axes.barh(list(counts)[::-1], list(counts.values())[::-1], color="C1")
+        axes.set_title(f"Kept trajectories by {name}")
+    save(figure, "mix.png")
+
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    names = list(report.lengths)
+    axes.bar(names, [report.lengths[n].median for n in names], color="C2", label="median")
+    axes.scatter(names, [report.lengths[n].p90 for n in names], color="black", label="90th percentile", zorder=3)
+    axes.set_yscale("symlog")
+    axes.legend()
+    axes.set_title("Lengths of kept trajectories")
+    save(figure, "lengths.png")
+
+
+def _index_html(
+    report: CurationReport, kept: list[tuple[Trajectory, str]], dropped: list[tuple[Trajectory, str]]
+) -> str:
+    source = importlib.resources.files("datalyst.curate") / "templates" / "report.html.j2"
+    template = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(source.read_text())
+    sections = [
+        (title, [(t, _page(t), note) for t, note in rows]) for title, rows in (("Kept", kept), ("Dropped", dropped))
+    ]
+    return template.render(summary=render_markdown(report), sections=sections)
