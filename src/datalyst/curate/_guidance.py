@@ -75,6 +75,7 @@ async def refine_workflow(found: Category, model: ChatModel, *, sampling: Sampli
     numbered = [line for line in steps if line.lstrip()[:1].isdigit()]
     if len(numbered) < 3:
         raise ModelResponseError(
-            f"{model.spec} did not write numbered steps for {found.name!r}; write them in the workflows file by hand"
+            f"{model.spec} did not write numbered steps for {found.name!r}; write them by hand under "
+            "'workflows' in the run's run.json, or try a stronger model"
         )
     return "\n".join(steps)
