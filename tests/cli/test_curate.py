@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from datalyst.agent import read_trajectories
 from datalyst.tasks import Task, write_tasks
 
@@ -14,7 +16,7 @@ SCRIPT = [
 ]
 
 
-def test_sample_then_judge(datalyst, replay_spec, tmp_path, examples_dir):
+def sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir):
     tasks = tmp_path / "tasks.jsonl"
     sales = str(examples_dir / "sales.csv")
     write_tasks([
@@ -42,6 +44,26 @@ def test_sample_then_judge(datalyst, replay_spec, tmp_path, examples_dir):
 
     again = datalyst("curate", "sample", str(tasks), "--out", str(run), "--model", spec, "--n", "3")
     assert again.returncode == 2 and "other settings" in again.stderr
+    return run
+
+
+def test_sample_then_judge(datalyst, replay_spec, tmp_path, examples_dir):
+    assert (sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir) / "verdicts.jsonl").exists()
+
+
+@pytest.mark.model
+def test_filter_and_report_after_judging(datalyst, replay_spec, tmp_path, examples_dir):
+    run = sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir)
+    done = datalyst("curate", "filter", str(run), "--strategy", "con-select", "--mix", "datarus")
+    assert done.returncode == 0, done.stderr
+    kept = [json.loads(line) for line in (run / "kept.jsonl").read_text().splitlines()]
+    assert len(kept) == 2 and {c["stratum"] for c in kept} == {"success"}
+    assert "select: 2 left (not_chosen 2)" in done.stderr and "kept 2 of 4 trajectories" in done.stderr
+    done = datalyst("curate", "report", str(run), "--sample", "3")
+    assert done.returncode == 0, done.stderr
+    assert "| select | 2 | not_chosen 2 |" in done.stdout and (run / "report" / "index.html").exists()
+    bad = datalyst("curate", "filter", str(run), "--mix", "success=half")
+    assert bad.returncode == 2 and "--mix" in bad.stderr
 
 
 def test_judge_refuses_a_folder_that_is_not_a_run(datalyst, tmp_path):

@@ -92,6 +92,15 @@ def test_identical_trajectories_keep_the_first():
     assert "t#0" in dropped["t#1"].verdict.detail
 
 
+def test_the_question_is_compared_too():
+    question = "Which passenger class paid the highest median fare?"
+    other = _trajectory("u#0", CELLS[:1])
+    other = other.model_copy(update={"task": TASK.model_copy(update={"id": "u", "question": question})})
+    pair = [_trajectory("t#0", CELLS[:1]), other]
+    assert compared_text(other).startswith("which passenger class") and deduplicate(pair, threshold=0.9) == {}
+    assert deduplicate(pair, threshold=0.8)["u#0"].reason == NEAR_DUPLICATE  # true Jaccard similarity 0.83
+
+
 def test_whitespace_and_case_differences_are_exact_duplicates():
     spaced = [(f"  {thought.upper()}\n", code.replace(" = ", "  =  ").replace("\n", "\n\n")) for thought, code in CELLS]
     dropped = deduplicate([_trajectory("t#0", CELLS), _trajectory("t#1", spaced)])

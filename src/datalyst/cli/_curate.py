@@ -16,17 +16,30 @@ from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._eval import ManagedModel
 from datalyst.cli._synth import parse_options
 from datalyst.curate import (
+    DATARUS_MIX,
     ConsistencyJudge,
+    Decontaminator,
+    FilterOptions,
     JudgeSummary,
     LLMConsistency,
     RuleConsistency,
     RunConfig,
     RunFolder,
+    Strategy,
+    Stratum,
+    build_report,
+    filter_run,
     judge_run,
+    pass_rates,
+    refine_run,
+    render_markdown,
+    rule_checks,
     sample,
+    write_report,
 )
 from datalyst.errors import ConfigError
-from datalyst.llm import SamplingParams, resolve_spec
+from datalyst.llm import SamplingParams, load_tokenizer, resolve_spec
+from datalyst.paths import benchmarks_dir
 from datalyst.tasks import Task, read_tasks
 
 curate_app = typer.Typer(help="Sample, judge, filter and export training trajectories.", no_args_is_help=True)
@@ -124,3 +137,102 @@ def _drawn(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:
         return tasks
     drawn = set(random.Random(seed).sample(range(len(tasks)), limit))
     return [task for index, task in enumerate(tasks) if index in drawn]
+
+
+@curate_app.command("refine")
+def refine_command(
+    run: Run,
+    model: Annotated[str | None, typer.Option(help="Model that rewrites workflows. [default: the run's model]")] = None,
+    below: Annotated[float, typer.Option(help="Refine categories whose tasks passed less often than this.")] = 0.5,
+    min_tasks: Annotated[int, typer.Option(help="Only categories with at least this many judged tasks.")] = 3,
+) -> None:
+    """Rewrite the workflows of categories whose samples rarely pass as finer steps, for later sampling."""
+    folder = RunFolder(run)
+    spec = str(resolve_spec(model or folder.config().model))
+
+    async def go() -> dict[str, str]:
+        async with ManagedModel(spec) as loaded:
+            return await refine_run(folder, loaded, below=below, min_tasks=min_tasks)
+
+    for name, rate in pass_rates(folder).items():
+        console.print(f"{name}: {rate.passed} of {rate.tasks} passed")
+    refined = asyncio.run(go())
+    console.print(f"refined: {', '.join(refined) or 'none'} (saved in {folder.config_path})")
+
+
+@curate_app.command("filter")
+def filter_command(
+    run: Run,
+    strategy: Annotated[
+        Strategy, typer.Option(help="Which judged trajectories go on (DataMind's ablation found non-select best).")
+    ] = Strategy.NON_SELECT,
+    tokenizer: Annotated[str, typer.Option(help="Model whose tokenizer measures answers (at most 1,024 tokens).")] = (
+        "embedded:small"
+    ),
+    decontaminate: Annotated[
+        bool, typer.Option(help="Drop tasks on DABench or TableBench questions or tables.")
+    ] = True,
+    dedup_threshold: Annotated[float, typer.Option(help="Similarity at which a trajectory repeats a kept one.")] = 0.8,
+    max_overthinking: Annotated[float | None, typer.Option(help="Drop trajectories scoring above this.")] = None,
+    keep: Annotated[
+        int | None, typer.Option(help="Keep this many, 90% the most concise and 10% deeper explorations.")
+    ] = None,
+    mix: Annotated[
+        str | None,
+        typer.Option(help="Target strata shares: 'datarus' (40/35/15/10) or e.g. 'success=0.5,error_correction=0.5'."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of random choices.")] = 0,
+) -> None:
+    """Select judged trajectories, apply the rule filters, drop duplicates and score what is left."""
+    folder = RunFolder(run)
+    folder.config()
+    options = parse_options(
+        FilterOptions, strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
+        max_overthinking=max_overthinking, keep=keep, mix=_mix(mix),
+    )  # fmt: skip
+    counter = load_tokenizer(str(resolve_spec(tokenizer))).encode
+    checks = rule_checks(lambda text: len(counter(text)))
+    if decontaminate:
+        checks.append(Decontaminator.from_benchmarks(benchmarks_dir()))
+    summary = filter_run(folder, checks, options)
+    for stage in summary.funnel:
+        dropped = ", ".join(f"{reason} {n}" for reason, n in stage.dropped.items()) or "none dropped"
+        console.print(f"{stage.stage}: {stage.kept} left ({dropped})")
+    strata = ", ".join(f"{name} {n}" for name, n in summary.by_stratum.items())
+    console.print(f"kept {summary.kept} of {summary.trajectories} trajectories ({strata or 'none'})")
+    console.print(f"[dim]{folder.kept}, and why the others were dropped: {folder.dropped}[/]")
+
+
+@curate_app.command("report")
+def report_command(
+    run: Run,
+    sample: Annotated[int, typer.Option(help="Kept and dropped trajectories shown on the page, each.")] = 20,
+    tokenizer: Annotated[str, typer.Option(help="Model whose tokenizer counts turns without token ids.")] = (
+        "embedded:small"
+    ),
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+) -> None:
+    """Write RUN/report: counts at every stage, yields, mixes, lengths, plots and a page of examples."""
+    folder = RunFolder(run)
+    counter = load_tokenizer(str(resolve_spec(tokenizer))).encode
+    report = build_report(folder, count_tokens=lambda text: len(counter(text)))
+    index = write_report(folder, report, sample=sample, seed=seed)
+    print(render_markdown(report))
+    console.print(f"[dim]Report in {index}[/]")
+
+
+def _mix(text: str | None) -> dict[Stratum, float] | None:
+    """``datarus`` or ``name=share,...`` as stratum shares."""
+    if text is None:
+        return None
+    if text == "datarus":
+        return dict(DATARUS_MIX)
+    shares: dict[Stratum, float] = {}
+    for part in text.split(","):
+        name, _, share = part.partition("=")
+        try:
+            shares[Stratum(name.strip())] = float(share)
+        except ValueError:
+            names = ", ".join(s.value for s in Stratum)
+            raise ConfigError(f"--mix {text!r}: write 'datarus' or name=share pairs with names among {names}") from None
+    return shares

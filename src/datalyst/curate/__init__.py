@@ -13,41 +13,79 @@ from datalyst.curate._consistency import (
     RuleConsistency,
     answers_agree,
 )
+from datalyst.curate._decontaminate import BENCHMARK_QUESTION, BENCHMARK_TABLE, Decontaminator
+from datalyst.curate._dedup import Duplicate, deduplicate
+from datalyst.curate._filter import FilterOptions, FilterSummary, StageCount, filter_run, rule_checks
+from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._guidance import Guide, refine_workflow, reflection_text, workflow_text
 from datalyst.curate._judge import GroupVerdict, JudgeSummary, judge_group, judge_run, read_verdicts
+from datalyst.curate._language import LanguageCheck
+from datalyst.curate._overthinking import OVERTHINKING_VERSION, Overthinking, overthinking_score, sample_by_overthinking
 from datalyst.curate._records import KEEP, Check, Curated, Stratum, Verdict
+from datalyst.curate._refine import CategoryRate, pass_rates, refine_run
+from datalyst.curate._report import CurationReport, build_report, read_curated, render_markdown, write_report
 from datalyst.curate._run import RunConfig, RunFolder
 from datalyst.curate._sample import sample, sampling_agent
 from datalyst.curate._select import Dropped, Selected, Strategy, select, with_agreed_answer
+from datalyst.curate._strata import DATARUS_MIX, mix_strata, stratum
 
 __all__ = [
+    "BENCHMARK_QUESTION",
+    "BENCHMARK_TABLE",
+    "DATARUS_MIX",
     "KEEP",
+    "OVERTHINKING_VERSION",
     "Agreement",
+    "AnswerLengthCheck",
     "Attempt",
+    "CategoryRate",
     "Check",
     "ConsistencyJudge",
     "Curated",
+    "CurationReport",
+    "Decontaminator",
     "Dropped",
+    "Duplicate",
+    "FilterOptions",
+    "FilterSummary",
+    "FormatCheck",
     "GroupVerdict",
     "Guide",
     "JudgeSummary",
     "LLMConsistency",
+    "LanguageCheck",
+    "Overthinking",
+    "RepetitionCheck",
     "RuleConsistency",
     "RunConfig",
     "RunFolder",
     "Selected",
+    "StageCount",
     "Strategy",
     "Stratum",
     "Verdict",
     "answers_agree",
+    "build_report",
+    "deduplicate",
+    "filter_run",
     "judge_group",
     "judge_run",
+    "mix_strata",
+    "overthinking_score",
+    "pass_rates",
+    "read_curated",
     "read_verdicts",
+    "refine_run",
     "refine_workflow",
     "reflection_text",
+    "render_markdown",
+    "rule_checks",
     "sample",
+    "sample_by_overthinking",
     "sampling_agent",
     "select",
+    "stratum",
     "with_agreed_answer",
     "workflow_text",
+    "write_report",
 ]

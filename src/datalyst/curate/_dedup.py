@@ -1,8 +1,9 @@
 """Exact and near-duplicate trajectories, found through the code and thoughts they teach.
 
-A trajectory's compared text is the thought of every turn and the code of every code cell, in turn order.
-Answers, observations and the task are left out: two trials that reasoned and wrote cells alike teach the
-same thing whatever their outputs. Before comparing, text is case-folded and its whitespace collapsed.
+A trajectory's compared text is its question, then the thought of every turn and the code of every code
+cell, in turn order. Answers and observations are left out: two trials of a question that reasoned and
+wrote cells alike teach the same thing whatever their outputs. The question is in, because the same cells
+written for two different questions are two lessons, not one. Before comparing, text is case-folded and its whitespace collapsed.
 Equal texts are exact duplicates. Otherwise two texts are near duplicates when the Jaccard similarity of
 their sets of shingles (runs of ``SHINGLE`` tokens, a token being a word or a run of punctuation), as
 MinHash estimates it, reaches the threshold; MinHashLSH proposes the candidates, so the work grows with the
@@ -45,9 +46,12 @@ def shingles(text: str, size: int) -> set[str]:
 
 
 def compared_text(trajectory: Trajectory) -> str:
-    """What deduplication compares: every turn's thought and every cell's code, normalised, in turn order."""
+    """What deduplication compares: the question, then every turn's thought and every cell's code, normalised,
+    in turn order ("" when the agent wrote no thought and no code)."""
     parts = [part for turn in trajectory.turns for part in (turn.thought, turn.code or "")]
-    return "\n".join(normalised for part in parts if (normalised := normalise(part)))
+    written = [normalised for part in parts if (normalised := normalise(part))]
+    task = trajectory.task
+    return "\n".join([normalise(f"{task.question} {task.constraints}"), *written]) if written else ""
 
 
 class ShingleIndex:

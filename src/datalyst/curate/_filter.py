@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.curate._dedup import deduplicate
+from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._judge import read_verdicts
+from datalyst.curate._language import LanguageCheck
 from datalyst.curate._overthinking import overthinking_score, sample_by_overthinking
 from datalyst.curate._records import Check, Curated, Stratum
 from datalyst.curate._run import RunFolder
@@ -40,7 +42,7 @@ class FilterOptions(BaseModel):
     strategy: Strategy = Strategy.NON_SELECT
     """DataMind's ablation found keeping every consistent trajectory best; ``con-select`` was its original."""
     seed: int = 0
-    dedup_threshold: float = Field(0.8, gt=0, le=1)
+    dedup_threshold: float = Field(0.8, gt=0, lt=1)
     """Estimated Jaccard similarity of code and thoughts at which a trajectory repeats a kept one."""
     max_overthinking: float | None = Field(None, ge=0)
     keep: int | None = Field(None, ge=0)
@@ -61,6 +63,11 @@ class FilterSummary(BaseModel):
     funnel: list[StageCount]
     by_stratum: dict[str, int]
     by_selection: dict[str, int]
+
+
+def rule_checks(count_tokens: Callable[[str], int]) -> list[Check]:
+    """DataMind's rule filters (format, answer length, language) and the repetition check, in that order."""
+    return [FormatCheck(), AnswerLengthCheck(count_tokens), LanguageCheck(), RepetitionCheck()]
 
 
 def filter_run(run: RunFolder, checks: Sequence[Check], options: FilterOptions | None = None) -> FilterSummary:
