@@ -69,3 +69,23 @@ def test_filter_and_report_after_judging(datalyst, replay_spec, tmp_path, exampl
 def test_judge_refuses_a_folder_that_is_not_a_run(datalyst, tmp_path):
     done = datalyst("curate", "judge", str(tmp_path))
     assert done.returncode == 2 and "is not a curation run" in done.stderr
+
+
+def test_expert_then_judge(datalyst, tmp_path, examples_dir):
+    sales = str(examples_dir / "sales.csv")
+    solution = "import pandas as pd\n\ndf = pd.read_csv('sales.csv')\nprint(f\"@regions[{df['region'].nunique()}]\")\n"
+    tasks = tmp_path / "tasks.jsonl"
+    write_tasks([
+        Task(id="r", question="How many regions?", format="@regions[value] where value is an integer.",
+             answer={"regions": "4"}, judge="dabench", files=[sales], category="Counting", solution=solution),
+        Task(id="q", question="Which region sells most?", files=[sales]),  # no solution: not playable
+    ], tasks)  # fmt: skip
+    run = tmp_path / "run"
+    done = datalyst("curate", "expert", str(tasks), "--out", str(run), "--dialect", "jupiter")
+    assert done.returncode == 0, done.stderr
+    assert "1 tasks (1 without a usable solution)" in done.stderr
+    [trajectory] = read_trajectories(run / "samples.jsonl")
+    assert trajectory.model == "expert" and trajectory.answer.strip().endswith("@regions[4]")
+    assert json.loads((run / "run.json").read_text())["expert"]["error_share"] == 0.25
+    done = datalyst("curate", "judge", str(run))
+    assert done.returncode == 0 and "ground_truth: 1 of 1 tasks passed" in done.stderr

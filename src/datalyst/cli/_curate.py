@@ -11,14 +11,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from datalyst.agent import DIALECTS, AgentConfig
+from datalyst.agent import DIALECTS, AgentConfig, rollout
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._eval import ManagedModel
 from datalyst.cli._synth import parse_options
 from datalyst.curate import (
     DATARUS_MIX,
+    EXPERT_SPEC,
     ConsistencyJudge,
     Decontaminator,
+    ExpertAgent,
+    ExpertOptions,
     FilterOptions,
     JudgeSummary,
     LLMConsistency,
@@ -28,6 +31,7 @@ from datalyst.curate import (
     Strategy,
     Stratum,
     build_report,
+    expert_tasks,
     filter_run,
     judge_run,
     pass_rates,
@@ -88,6 +92,38 @@ def sample_command(
         console.print(f"wrote {summary.written} trajectories ({ends or 'none'}), {summary.skipped} done before")
 
     asyncio.run(go())
+
+
+@curate_app.command("expert")
+def expert_command(
+    tasks: Annotated[
+        list[Path], typer.Argument(help="Task files with canonical solutions (JSONL).", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="Run folder; running again resumes.")],
+    dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
+    limit: Annotated[int | None, typer.Option(help="Only this many tasks of each file, drawn by seed.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the drawn tasks and of the expert's choices.")] = 0,
+    error_share: Annotated[float, typer.Option(help="Share of trajectories that make a mistake and fix it.")] = 0.25,
+    max_cells: Annotated[int, typer.Option(help="Most cells the computation is split into.")] = 2,
+    concurrency: Annotated[int, typer.Option(help="Trajectories at once.")] = 2,
+    allow_unisolated: AllowUnisolated = False,
+) -> None:
+    """Play each task's canonical solution as a real trajectory (cells run in the sandbox), some with a mistake
+    and its fix: training data without a strong model."""
+    if dialect not in DIALECTS:
+        raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    playable, skipped = expert_tasks(task for path in tasks for task in _drawn(read_tasks(path), limit, seed))
+    options = parse_options(ExpertOptions, seed=seed, error_share=error_share, max_compute_cells=max_cells)
+    agent = parse_options(AgentConfig, dialect=dialect, require_isolation=not allow_unisolated)
+    config = RunConfig(source="expert", tasks=[str(path.resolve()) for path in tasks], model=EXPERT_SPEC,
+                       agent=agent, expert=options, seed=seed)  # fmt: skip
+    folder = RunFolder(out)
+    folder.start(config)
+    console.print(f"[dim]{len(playable)} tasks ({len(skipped)} without a usable solution) · {dialect} · {out}[/]")
+    expert = ExpertAgent(agent, options)
+    summary = asyncio.run(rollout(playable, expert, folder.samples, concurrency=concurrency))
+    ends = ", ".join(f"{count} {name}" for name, count in sorted(summary.terminations.items()))
+    console.print(f"wrote {summary.written} trajectories ({ends or 'none'}), {summary.skipped} done before")
 
 
 @curate_app.command("judge")

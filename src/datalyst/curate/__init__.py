@@ -15,11 +15,13 @@ from datalyst.curate._consistency import (
 )
 from datalyst.curate._decontaminate import BENCHMARK_QUESTION, BENCHMARK_TABLE, Decontaminator
 from datalyst.curate._dedup import Duplicate, deduplicate
+from datalyst.curate._expert import EXPERT_SPEC, ExpertAgent, ExpertOptions, expert_tasks, split_solution
 from datalyst.curate._filter import FilterOptions, FilterSummary, StageCount, filter_run, rule_checks
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._guidance import Guide, refine_workflow, reflection_text, workflow_text
 from datalyst.curate._judge import GroupVerdict, JudgeSummary, judge_group, judge_run, read_verdicts
 from datalyst.curate._language import LanguageCheck
+from datalyst.curate._mistakes import MISTAKES
 from datalyst.curate._overthinking import OVERTHINKING_VERSION, Overthinking, overthinking_score, sample_by_overthinking
 from datalyst.curate._records import KEEP, Check, Curated, Stratum, Verdict
 from datalyst.curate._refine import CategoryRate, pass_rates, refine_run
@@ -33,7 +35,9 @@ __all__ = [
     "BENCHMARK_QUESTION",
     "BENCHMARK_TABLE",
     "DATARUS_MIX",
+    "EXPERT_SPEC",
     "KEEP",
+    "MISTAKES",
     "OVERTHINKING_VERSION",
     "Agreement",
     "AnswerLengthCheck",
@@ -46,6 +50,8 @@ __all__ = [
     "Decontaminator",
     "Dropped",
     "Duplicate",
+    "ExpertAgent",
+    "ExpertOptions",
     "FilterOptions",
     "FilterSummary",
     "FormatCheck",
@@ -67,6 +73,7 @@ __all__ = [
     "answers_agree",
     "build_report",
     "deduplicate",
+    "expert_tasks",
     "filter_run",
     "judge_group",
     "judge_run",
@@ -84,6 +91,7 @@ __all__ = [
     "sample_by_overthinking",
     "sampling_agent",
     "select",
+    "split_solution",
     "stratum",
     "with_agreed_answer",
     "workflow_text",

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from datalyst.agent import AgentConfig, Trajectory, read_trajectories
+from datalyst.curate._expert import ExpertOptions
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.files import write_atomic
 
@@ -35,6 +36,8 @@ class RunConfig(BaseModel):
     """The category's workflow is in the sampling prompt."""
     workflows: dict[str, str] = {}
     """Refined workflows by category name, used instead of the taxonomy's."""
+    expert: ExpertOptions | None = None
+    """How the offline expert plays (``source="expert"``)."""
     seed: int = 0
 
 
