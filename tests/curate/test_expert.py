@@ -15,7 +15,6 @@ from datalyst.curate._expert import (
     EXPERT_SPEC,
     ExpertAgent,
     ExpertOptions,
-    _cells,
     _Play,
     _read_facts,
     expert_tasks,
@@ -34,6 +33,7 @@ from datalyst.curate._mistakes import (
     wrong_column,
     wrong_file,
 )
+from datalyst.curate._solution import compute_cells
 from datalyst.errors import ConfigError
 from datalyst.judge import judge_for
 from datalyst.tasks import Task
@@ -195,14 +195,14 @@ def test_thoughts_and_cells_vary_with_the_seed_and_repeat_with_it(slope_task):
 
 def test_the_computation_splits_at_an_intermediate_result_it_prints():
     body = "east = df[df['region'] == 'East']\nvalue = east['revenue'].mean()\nprint(f\"@mean[{value:.2f}]\")"
-    splits = {len(_cells(body, Random(seed), 2, frozenset({"df", "pd"}))) for seed in range(10)}
+    splits = {len(compute_cells(body, Random(seed), 2, frozenset({"df", "pd"}))) for seed in range(10)}
     assert splits == {1, 2}
     first, second = next(
-        cells for seed in range(10) if len(cells := _cells(body, Random(seed), 2, frozenset({"df"}))) == 2
+        cells for seed in range(10) if len(cells := compute_cells(body, Random(seed), 2, frozenset({"df"}))) == 2
     )
     assert first[0].code.endswith("print(east.shape)") and first[1] == "east" and first[0].fresh_df
     assert second[0].code.startswith("value = ") and "east" in second[0].defined and second[1] is None
-    assert len(_cells(body, Random(0), 1, frozenset())) == 1
+    assert len(compute_cells(body, Random(0), 1, frozenset())) == 1
 
 
 def test_facts_are_read_from_what_the_look_printed():

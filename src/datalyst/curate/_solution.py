@@ -1,0 +1,151 @@
+"""A task's canonical solution read as code: cut at its loader, the columns it reads, the cells it is played in.
+
+The offline expert (``_expert``) plays the part up to the statement that assigns ``df`` as its look at
+the data, and the rest as one or more computing cells, split where an intermediate result is worth
+printing on the way.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from random import Random
+
+from datalyst.curate._mistakes import Cell, bound_names, statements, written_names
+from datalyst.errors import ConfigError
+from datalyst.tasks import Task
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A solution cut in two: the loader (up to the statement that assigns ``df``) and the computation."""
+
+    prelude: str
+    body: str
+
+
+def split_solution(task: Task) -> Solution:
+    """``task.solution`` split at the top-level statement that assigns ``df`` (raises ConfigError)."""
+    if not task.solution:
+        raise ConfigError(f"task {task.id} has no solution: the offline expert plays only tasks that carry one")
+    try:
+        body = statements(task.solution)
+    except SyntaxError as exc:
+        raise ConfigError(f"task {task.id}: its solution is not valid Python ({exc.msg}, line {exc.lineno})") from exc
+    loads = next((i for i, stmt in enumerate(body) if "df" in bound_names(stmt)), None)
+    if loads is None or loads == len(body) - 1:
+        raise ConfigError(f"task {task.id}: its solution does not load `df` and then compute, so it has no loader")
+    lines = task.solution.splitlines()
+    cut = body[loads].end_lineno or 0
+    return Solution("\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:]).strip("\n"))
+
+
+def bound_names_of(code: str) -> frozenset[str]:
+    """Every name the top-level statements of ``code`` bind."""
+    return frozenset(name for stmt in statements(code) for name in bound_names(stmt))
+
+
+_KEEPS_COLUMNS = frozenset({"groupby", "dropna", "copy", "sort_values", "drop_duplicates", "reset_index", "head"})
+
+
+def loaded_columns(body: list[ast.stmt]) -> list[str]:
+    """Columns the computation reads from ``df`` as loaded (before it changes ``df``), in order."""
+    found: list[ast.Constant] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _from_df(node.value):
+                found.extend(_strings(node.slice))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _KEEPS_COLUMNS
+                and _from_df(node.func.value)
+            ):
+                for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg in ("by", "subset"))]:
+                    found.extend(_strings(arg))
+        if "df" in written_names(stmt):
+            break
+    found.sort(key=lambda node: (node.lineno, node.col_offset))
+    return list(dict.fromkeys(str(node.value) for node in found))
+
+
+def _from_df(node: ast.expr) -> bool:
+    """Whether ``node`` is ``df``, or a frame made from it that keeps its columns (rows picked, sorted, grouped)."""
+    while not isinstance(node, ast.Name):
+        if isinstance(node, ast.Subscript) and not _strings(node.slice):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEEPS_COLUMNS:
+            node = node.func.value
+        else:
+            return False
+    return node.id == "df"
+
+
+def _strings(node: ast.expr) -> list[ast.Constant]:
+    """The string constants ``node`` spells out: one, or a list of them."""
+    items = node.elts if isinstance(node, ast.List) else [node]
+    return [item for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+
+
+def compute_cells(body_code: str, rng: Random, most: int, defined: frozenset[str]) -> list[tuple[Cell, str | None]]:
+    """The computation as cells, each with the name of the intermediate result it shows (None for the last)."""
+    body, lines = statements(body_code), body_code.splitlines()
+    points = {k: shown for k in range(1, len(body)) if (shown := _intermediate(body, k))}
+    chosen = sorted(rng.sample(sorted(points), rng.randint(0, min(most - 1, len(points)))))
+    cells, start, fresh = [], 0, True
+    for end in [*chosen, len(body)]:
+        code = "\n".join(lines[body[start].lineno - 1 : body[end - 1].end_lineno]).strip("\n")
+        shown = points[end][0] if end < len(body) else None
+        if end < len(body) and points[end][1]:
+            code += "\n" + points[end][1]
+        cells.append((Cell(code, defined, fresh), shown))
+        defined = defined | bound_names_of(code)
+        fresh = fresh and not any("df" in written_names(stmt) for stmt in body[start:end])
+        start = end
+    return cells
+
+
+_SCALAR = frozenset({"mean", "median", "sum", "std", "var", "max", "min", "corr", "count", "nunique", "skew", "kurt"})
+_KEEPS_ROWS = _KEEPS_COLUMNS | {"fillna", "astype", "replace", "abs", "round", "rename", "query", "clip"}
+
+
+def _intermediate(body: list[ast.stmt], k: int) -> tuple[str, str] | None:
+    """Whether the computation splits well before statement ``k``: the name it shows and the line that shows it."""
+    if _is_print(body[k]):
+        return None
+    last, shown_already = body[k - 1], False
+    if _is_print(last) and k >= 2:
+        last, shown_already = body[k - 2], True
+    if not (isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name)):
+        return None
+    name = last.targets[0].id
+    if shown_already:
+        return name, ""
+    show = _show(name, last.value, {n for stmt in body[: k - 1] for n in bound_names(stmt)} | {"df"})
+    return (name, show) if show else None
+
+
+def _show(name: str, value: ast.expr, frames: set[str]) -> str | None:
+    """A line that prints a useful view of ``name`` (assigned from ``value``), for the kinds of value we can tell."""
+    methods, node, column = [], value, False
+    while isinstance(node, ast.Call | ast.Attribute | ast.Subscript):
+        if isinstance(node, ast.Attribute):
+            methods.append(node.attr)
+        if isinstance(node, ast.Subscript):
+            column = column or (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str))
+        node = node.func if isinstance(node, ast.Call) else node.value
+    if not isinstance(node, ast.Name) or node.id not in frames:
+        return None
+    outer = methods[0] if methods else ""
+    if outer in ("idxmax", "idxmin") or (outer in _SCALAR and "groupby" not in methods):
+        return f"print('{name} =', {name})"
+    if outer and outer not in _SCALAR | _KEEPS_ROWS:
+        return None  # an indexer, an attribute, a conversion: nothing we can print safely and briefly
+    if "groupby" in methods:
+        return f"print({name}.head(10))"
+    return f"print({name}.describe())" if column else f"print({name}.shape)"
+
+
+def _is_print(stmt: ast.stmt) -> bool:
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print"
