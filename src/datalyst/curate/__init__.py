@@ -15,7 +15,7 @@ from datalyst.curate._consistency import (
 )
 from datalyst.curate._decontaminate import BENCHMARK_QUESTION, BENCHMARK_TABLE, Decontaminator
 from datalyst.curate._dedup import Duplicate, deduplicate
-from datalyst.curate._expert import EXPERT_SPEC, ExpertAgent, ExpertOptions, expert_tasks, split_solution
+from datalyst.curate._expert import EXPERT_SPEC, ExpertAgent, ExpertOptions, expert_tasks
 from datalyst.curate._filter import FilterOptions, FilterSummary, StageCount, filter_run, rule_checks
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._guidance import Guide, refine_workflow, reflection_text, workflow_text
@@ -29,6 +29,7 @@ from datalyst.curate._report import CurationReport, build_report, read_curated, 
 from datalyst.curate._run import RunConfig, RunFolder
 from datalyst.curate._sample import sample, sampling_agent
 from datalyst.curate._select import Dropped, Selected, Strategy, select, with_agreed_answer
+from datalyst.curate._solution import split_solution
 from datalyst.curate._strata import DATARUS_MIX, mix_strata, stratum
 
 __all__ = [
