@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from datalyst.llm import ReplayModel
-from datalyst.synth import FileOptions, QueryOptions, collect_files, make_query_tasks
+from datalyst.synth import FileOptions, QueryOptions, clean_format, collect_files, make_query_tasks
 from datalyst.tasks import read_tasks
 
 
@@ -83,3 +83,18 @@ def test_unusable_replies_are_dropped_with_their_reason(files, tmp_path, replies
     options = QueryOptions(categories_per_table=1, rounds=1)
     summary = make_query_tasks(files, out, ReplayModel(replies), options=options, progress=False)
     assert summary.tasks == 0 and summary.rejected_by_check == {reason: 1}
+
+
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        ("@mean_age[40.0974]", "@mean_age[value]"),
+        ("- @mean_wins[3.34]\n- @teams[10]", "@mean_wins[value]\n@teams[value]"),
+        ("1. @share[12.5%] where value is a percentage", "@share[value] where value is a percentage"),
+        ("@mean_wins[value] where value is rounded", "@mean_wins[value] where value is rounded"),
+        ("@league[name of the league]", "@league[name of the league]"),
+        ("@lead[yes] or @lead[no]", "@lead[value] or @lead[value]"),
+    ],
+)
+def test_formats_lose_bullets_and_the_values_a_model_guessed(written, kept):
+    assert clean_format(written) == kept

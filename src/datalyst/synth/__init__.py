@@ -15,7 +15,7 @@ from datalyst.synth._files import (
     read_source_files,
 )
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
-from datalyst.synth._queries import QueryOptions, make_query_tasks
+from datalyst.synth._queries import QueryOptions, clean_format, make_query_tasks
 from datalyst.synth._show import sample_by_category, tasks_html
 from datalyst.synth._sql import SqlOptions, make_sql_tasks
 from datalyst.synth._stage import TaskSummary
@@ -40,6 +40,7 @@ __all__ = [
     "TemplateOptions",
     "benchmark_fingerprints",
     "category",
+    "clean_format",
     "collect_files",
     "find_data_files",
     "make_dataset_tasks",

@@ -36,6 +36,8 @@ STANDARD_SAMPLING = SamplingParams(temperature=0.2, top_p=0.95, max_tokens=500)
 FORMAT_LINE = re.compile(r"@([a-z][a-z0-9_]*)\[[^\]]*\]")
 LABEL = re.compile(r"(?im)(?:^[\s*#>-]*|(?<=[.!?]) )(question|constraints|format)\s*:\s*")
 """A part's label: at the start of a line (after list or quote marks), or after a sentence ("Sure! Question: ...")."""
+BULLET = re.compile(r"^(?:[-*\u2022]|[0-9]{1,2}[.)])\s+")
+GUESSED = re.compile(r"@([a-z][a-z0-9_]*)\[\s*(?:[-+]?[0-9][0-9.,]*\s*%?|yes|no|true|false)\s*\]", re.IGNORECASE)
 OTHER_LABEL = re.compile(r"^[\s*#>-]*[A-Z][\w-]*(?: [\w-]+){0,3}\**\s*:\**\s+(\S.*)$")
 """A line that starts with a label of one to four words, then a colon."""
 SYSTEM = (
@@ -214,13 +216,20 @@ def _problem(item: _Written, columns: list[str], kept: list[frozenset[tuple[str,
     return None
 
 
+def clean_format(text: str) -> str:
+    """A model's format lines without list markers, and with any value it guessed for an answer (a number,
+    yes or no) put back as ``value``: the format says how to write the answer, never what it is."""
+    lines = (BULLET.sub("", line.strip()) for line in text.splitlines())
+    return "\n".join(GUESSED.sub(r"@\1[value]", line) for line in lines if line)
+
+
 def _task(record: SourceFile, item: _Written, seed: int, parents: list[str]) -> Task:
     digest = hashlib.sha256(f"{item.question}\n{item.constraints}".encode()).hexdigest()[:8]
     return Task(
         id=f"{record.id[:8]}-q-{digest}",
         question=item.question,
         constraints=item.constraints,
-        format="\n".join(line.strip() for line in item.format.splitlines() if line.strip()),
+        format=clean_format(item.format),
         files=[record.path],
         judge="dabench",
         category=item.category,
