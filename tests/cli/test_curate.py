@@ -64,6 +64,16 @@ def test_filter_and_report_after_judging(datalyst, replay_spec, tmp_path, exampl
     assert "| select | 2 | not_chosen 2 |" in done.stdout and (run / "report" / "index.html").exists()
     bad = datalyst("curate", "filter", str(run), "--mix", "success=half")
     assert bad.returncode == 2 and "--mix" in bad.stderr
+    done = datalyst("curate", "export", str(run), "--format", "examples", "--format", "sharegpt", "--format", "verl")
+    assert done.returncode == 0, done.stderr
+    exports = run / "exports"
+    assert len((exports / "examples.jsonl").read_text().splitlines()) == 2
+    assert "sharegpt" in json.loads((exports / "dataset_info.json").read_text())["datalyst"]["formatting"]
+    manifest = json.loads((exports / "export.manifest.json").read_text())
+    assert manifest["tokenizer"] == "embedded:small" and [e["format"] for e in manifest["exports"]] == [
+        "examples", "sharegpt", "verl"]  # fmt: skip
+    bad = datalyst("curate", "export", str(run), "--format", "csv")
+    assert bad.returncode == 2 and "unknown --format csv" in bad.stderr
 
 
 def test_judge_refuses_a_folder_that_is_not_a_run(datalyst, tmp_path):

@@ -32,9 +32,14 @@ from datalyst.curate import (
     Stratum,
     build_report,
     expert_tasks,
+    export_examples,
+    export_sharegpt,
+    export_trl,
+    export_verl,
     filter_run,
     judge_run,
     pass_rates,
+    read_curated,
     refine_run,
     render_markdown,
     rule_checks,
@@ -44,11 +49,13 @@ from datalyst.curate import (
 from datalyst.errors import ConfigError
 from datalyst.llm import SamplingParams, load_tokenizer, resolve_spec
 from datalyst.paths import benchmarks_dir
+from datalyst.provenance import write_manifest
 from datalyst.tasks import Task, read_tasks
 
 curate_app = typer.Typer(help="Sample, judge, filter and export training trajectories.", no_args_is_help=True)
 app.add_typer(curate_app, name="curate")
 console = Console(stderr=True, highlight=False)
+EXPORTS = {"examples": export_examples, "sharegpt": export_sharegpt, "trl": export_trl, "verl": export_verl}
 
 Run = Annotated[Path, typer.Argument(help="A curation run folder.", show_default=False)]
 
@@ -237,6 +244,42 @@ def filter_command(
     strata = ", ".join(f"{name} {n}" for name, n in summary.by_stratum.items())
     console.print(f"kept {summary.kept} of {summary.trajectories} trajectories ({strata or 'none'})")
     console.print(f"[dim]{folder.kept}, and why the others were dropped: {folder.dropped}[/]")
+
+
+@curate_app.command("export")
+def export_command(
+    run: Run,
+    formats: Annotated[
+        list[str], typer.Option("--format", help=f"What to write: {', '.join(EXPORTS)}; repeat for several.")
+    ],
+    out: Annotated[Path | None, typer.Option(help="Folder to write into. [default: RUN/exports]")] = None,
+    tokenizer: Annotated[str, typer.Option(help="Model whose chat template and tokenizer make the examples.")] = (
+        "embedded:small"
+    ),
+    guidance: Annotated[
+        bool, typer.Option(help="Keep the sampling guidance in the task message (left out by default).")
+    ] = False,
+) -> None:
+    """Write the kept trajectories as training examples (ids and loss masks), LLaMA-Factory's sharegpt,
+    a TRL dataset or verl's parquet."""
+    folder = RunFolder(run)
+    unknown = sorted(set(formats) - set(EXPORTS))
+    if unknown:
+        raise ConfigError(f"unknown --format {', '.join(unknown)}; choose among {', '.join(EXPORTS)}")
+    kept = read_curated(folder)
+    if not kept:
+        raise ConfigError(f"{folder.kept} holds no kept trajectories; run `datalyst curate filter {run}` first")
+    target = out or folder.exports
+    spec = str(resolve_spec(tokenizer))
+    done = []
+    for name in dict.fromkeys(formats):
+        if name == "examples":
+            written = export_examples(kept, target, load_tokenizer(spec), guidance=guidance)
+        else:
+            written = EXPORTS[name](kept, target, guidance=guidance)
+        done.append(written.model_dump(mode="json"))
+        console.print(f"{name}: {written.records} records in {', '.join(str(p) for p in written.paths)}")
+    write_manifest(target / "export", run=str(folder.path), tokenizer=spec, guidance=guidance, exports=done)
 
 
 @curate_app.command("report")
