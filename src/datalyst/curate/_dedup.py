@@ -3,7 +3,8 @@
 A trajectory's compared text is its question, then the thought of every turn and the code of every code
 cell, in turn order. Answers and observations are left out: two trials of a question that reasoned and
 wrote cells alike teach the same thing whatever their outputs. The question is in, because the same cells
-written for two different questions are two lessons, not one. Before comparing, text is case-folded and its whitespace collapsed.
+written for two different questions are two lessons, not one. Before comparing, text is case-folded and its
+whitespace collapsed.
 Equal texts are exact duplicates. Otherwise two texts are near duplicates when the Jaccard similarity of
 their sets of shingles (runs of ``SHINGLE`` tokens, a token being a word or a run of punctuation), as
 MinHash estimates it, reaches the threshold; MinHashLSH proposes the candidates, so the work grows with the
