@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import pytest
+from curate_helpers import trajectory_of
 
-from datalyst.agent import ActionKind, AgentConfig, Termination, Trajectory, Turn
+from datalyst.agent import ActionKind, AgentConfig, Trajectory, Turn
 from datalyst.curate import GroupVerdict, RunConfig, RunFolder
-from datalyst.llm import SamplingParams
 from datalyst.tasks import Task
 
 
@@ -21,20 +20,7 @@ def _answered(
     if answer is not None:
         text = f"<think>{thought}</think>\n<answer>{answer}</answer>"
         turns.append(Turn(index=0, raw=text, text=text, thought=thought, kind=ActionKind.ANSWER, answer=answer))
-    return Trajectory(
-        id=f"{task.id}#{trial}",
-        task=task,
-        trial=trial,
-        dialect=dialect,
-        model="replay",
-        sampling=SamplingParams(),
-        system_prompt="system",
-        first_message=f"Question: {task.question}",
-        turns=turns,
-        answer=answer,
-        termination=Termination.ANSWER if answer is not None else Termination.MAX_TURNS,
-        started_at=datetime.now(UTC),
-    )
+    return trajectory_of(turns, task, trial=trial, dialect=dialect)
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 
 import pytest
+from curate_helpers import trajectory_of
 
 from datalyst.agent import DIALECTS, Agent, AgentConfig, Step, Termination, Trajectory, Turn, get_dialect
 from datalyst.curate._filters import (
@@ -23,7 +23,7 @@ from datalyst.curate._filters import (
     answer_format_problem,
 )
 from datalyst.curate._language import LanguageCheck
-from datalyst.llm import ReplayModel, SamplingParams
+from datalyst.llm import ReplayModel
 from datalyst.sandbox import CellError, ExecResult
 from datalyst.tasks import SQL_ANSWER_FORMAT, TABLEBENCH_FORMAT, Task
 
@@ -68,20 +68,7 @@ def run(
     for index, item in enumerate(steps):
         step, result = item if isinstance(item, tuple) else (item, None)
         turns.append(turn(index, step, dialect, result))
-    answer = turns[-1].answer if turns else None
-    return Trajectory(
-        id=f"{task.id}#0",
-        task=task,
-        dialect=dialect,
-        model="replay",
-        sampling=SamplingParams(),
-        system_prompt="system",
-        first_message=f"Question: {task.question}",
-        turns=turns,
-        answer=answer,
-        termination=termination or (Termination.ANSWER if answer is not None else Termination.MAX_TURNS),
-        started_at=datetime.now(UTC),
-    )
+    return trajectory_of(turns, task, dialect=dialect, termination=termination)
 
 
 def code(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 
 import pytest
+from curate_helpers import trajectory_of
 
-from datalyst.agent import ActionKind, Termination, Trajectory, Turn
+from datalyst.agent import ActionKind, Trajectory, Turn
 from datalyst.curate._overthinking import (
     OVERTHINKING_VERSION,
     Overthinking,
@@ -16,7 +16,6 @@ from datalyst.curate._overthinking import (
     score_segments,
 )
 from datalyst.errors import ConfigError
-from datalyst.llm import SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
@@ -28,19 +27,7 @@ def trajectory(*thoughts: str, answer: str = "@total[3]") -> Trajectory:
         for i, t in enumerate(thoughts[:-1])
     ]
     turns.append(Turn(index=len(turns), raw="", text="", thought=thoughts[-1], kind=ActionKind.ANSWER, answer=answer))
-    return Trajectory(
-        id="t#0",
-        task=Task(id="t", question="Total?"),
-        dialect="datamind",
-        model="replay",
-        sampling=SamplingParams(),
-        system_prompt="",
-        first_message="Total?",
-        turns=turns,
-        answer=answer,
-        termination=Termination.ANSWER,
-        started_at=datetime.now(UTC),
-    )
+    return trajectory_of(turns, Task(id="t", question="Total?"))
 
 
 def test_a_sentence_that_nearly_repeats_an_earlier_thought_is_a_repeated_hypothesis():

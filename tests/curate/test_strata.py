@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from datetime import UTC, datetime
 
 import pytest
+from curate_helpers import trajectory_of
 
-from datalyst.agent import ActionKind, Agent, Termination, Trajectory, Turn
+from datalyst.agent import ActionKind, Agent, Trajectory, Turn
 from datalyst.curate._records import Stratum
 from datalyst.curate._strata import DATARUS_MIX, mix_strata, stratum
 from datalyst.errors import ConfigError
-from datalyst.llm import ReplayModel, SamplingParams
+from datalyst.llm import ReplayModel
 from datalyst.sandbox import CellError, ExecResult
 from datalyst.tasks import Task
 
@@ -30,19 +30,7 @@ def trajectory(*cells: tuple[str, ExecResult], final: str = "I have the total.")
         for i, (thought, result) in enumerate(cells)
     ]
     turns.append(Turn(index=len(turns), raw="", text="", thought=final, kind=ActionKind.ANSWER, answer="@t[1]"))
-    return Trajectory(
-        id="t#0",
-        task=Task(id="t", question="Total?"),
-        dialect="datamind",
-        model="replay",
-        sampling=SamplingParams(),
-        system_prompt="",
-        first_message="Total?",
-        turns=turns,
-        answer="@t[1]",
-        termination=Termination.ANSWER,
-        started_at=datetime.now(UTC),
-    )
+    return trajectory_of(turns, Task(id="t", question="Total?"))
 
 
 def test_a_wrong_answer_is_a_persistent_failure_whatever_happened_before():
