@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.progress import track
 
 from datalyst.curate._dedup import deduplicate
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
@@ -70,17 +72,20 @@ def rule_checks(count_tokens: Callable[[str], int]) -> list[Check]:
     return [FormatCheck(), AnswerLengthCheck(count_tokens), LanguageCheck(), RepetitionCheck()]
 
 
-def filter_run(run: RunFolder, checks: Sequence[Check], options: FilterOptions | None = None) -> FilterSummary:
+def filter_run(
+    run: RunFolder, checks: Sequence[Check], options: FilterOptions | None = None, *, progress: bool = True
+) -> FilterSummary:
     """Write ``kept.jsonl`` and ``dropped.jsonl`` of ``run``; returns the funnel."""
     options = options or FilterOptions()
     trajectories = run.trajectories()
     selected, dropped = select(trajectories, read_verdicts(run), options.strategy, seed=options.seed)
     funnel = [_count("select", selected, dropped)]
     expert = run.config().source == "expert"
+    console = Console(stderr=True)
     for check in checks:
         survivors = []
         before = len(dropped)
-        for item in selected:
+        for item in track(selected, description=check.name, console=console, disable=not progress, transient=True):
             verdict = check.check(item.trajectory)
             if verdict.kept:
                 survivors.append(item)
