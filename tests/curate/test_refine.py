@@ -38,3 +38,10 @@ def test_a_model_that_writes_no_steps_is_a_clear_error(judged_run):
         asyncio.run(refine_run(run, ReplayModel(["Sure!"]), min_tasks=1))
     with pytest.raises(ConfigError):
         asyncio.run(refine_run(run, ReplayModel([]), below=0))
+
+
+def test_sampling_again_keeps_the_refined_workflows(judged_run):
+    run = judged_run()
+    run.save(run.config().model_copy(update={"workflows": {"Ranking": STEPS}}))
+    resumed = run.start(run.config().model_copy(update={"workflows": {}}))
+    assert resumed.workflows == {"Ranking": STEPS} and run.config().workflows == {"Ranking": STEPS}

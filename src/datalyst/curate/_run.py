@@ -54,8 +54,9 @@ class RunFolder:
         self.exports = self.path / "exports"
         self.report = self.path / "report"
 
-    def start(self, config: RunConfig) -> None:
-        """Create the folder for ``config``; a folder made with other settings is refused (resume with the same)."""
+    def start(self, config: RunConfig) -> RunConfig:
+        """Create the folder for ``config``, or resume it: a folder made with other settings is refused, and
+        workflows refined in it (``curate refine``) are kept. Returns the run's configuration."""
         if self.config_path.exists():
             old = self.config()
             if old.model_dump(exclude={"workflows"}) != config.model_dump(exclude={"workflows"}):
@@ -63,8 +64,10 @@ class RunFolder:
                     f"{self.path} holds a run with other settings ({self.config_path}); resume it with the same "
                     "options or choose a new --out folder"
                 )
+            config = config.model_copy(update={"workflows": {**old.workflows, **config.workflows}})
         self.path.mkdir(parents=True, exist_ok=True)
         self.save(config)
+        return config
 
     def save(self, config: RunConfig) -> None:
         write_atomic(self.config_path, config.model_dump_json(indent=2))

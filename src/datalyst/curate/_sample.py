@@ -32,6 +32,5 @@ async def sample(
     progress: bool = True,
 ) -> RolloutSummary:
     """Append ``config.n`` trajectories of every task to ``run.samples``; a rerun resumes where it stopped."""
-    run.start(config)
-    agent = sampling_agent(model, config)
+    agent = sampling_agent(model, run.start(config))
     return await rollout(tasks, agent, run.samples, trials=config.n, concurrency=concurrency, progress=progress)
