@@ -131,3 +131,7 @@ def test_from_benchmarks_reads_dabench_and_tablebench(tmp_path, monkeypatch, ans
 def test_from_benchmarks_skips_what_is_absent(tmp_path, answered):
     checker = Decontaminator.from_benchmarks(tmp_path)
     assert checker.check(answered(REWORDED, 0, "0.16")).kept
+
+
+def test_it_says_how_much_it_compares_against():
+    assert Decontaminator([("a", "How many rows?"), ("b", "What is the mean?")]).size == (2, 0)

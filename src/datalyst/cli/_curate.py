@@ -236,7 +236,12 @@ def filter_command(
     counter = load_tokenizer(str(resolve_spec(tokenizer))).encode
     checks = rule_checks(lambda text: len(counter(text)))
     if decontaminate:
-        checks.append(Decontaminator.from_benchmarks(benchmarks_dir()))
+        decontaminator = Decontaminator.from_benchmarks(benchmarks_dir())
+        questions, tables = decontaminator.size
+        if not questions + tables:
+            console.print(f"[yellow]no benchmark found under {benchmarks_dir()}: nothing to decontaminate against[/]")
+        console.print(f"[dim]decontaminating against {questions} benchmark questions and {tables} tables[/]")
+        checks.append(decontaminator)
     summary = filter_run(folder, checks, options)
     for stage in summary.funnel:
         dropped = ", ".join(f"{reason} {n}" for reason, n in stage.dropped.items()) or "none dropped"

@@ -84,6 +84,11 @@ class Decontaminator:
                 tasks += load_tablebench(path)
         return cls.from_tasks(tasks, **options)
 
+    @property
+    def size(self) -> tuple[int, int]:
+        """How many benchmark questions and tables it compares against."""
+        return len(self._names), len(self._tables)
+
     def check(self, trajectory: Trajectory) -> Verdict:
         task = trajectory.task
         text = question_text(task)
