@@ -10,8 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datalyst.agent import Agent, AgentConfig, Termination, TrainingExample, Trajectory, to_messages, training_example
-from datalyst.curate import Curated, Stratum
-from datalyst.curate._exports import export_examples, export_sharegpt, export_trl, export_verl
+from datalyst.curate import Curated, Stratum, export_examples, export_sharegpt, export_trl, export_verl
 from datalyst.errors import ConfigError
 from datalyst.llm import ReplayModel, load_tokenizer
 from datalyst.tasks import Task

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 from datalyst.agent import Trajectory
-from datalyst.curate._filter import FilterOptions, filter_run
-from datalyst.curate._records import KEEP, Curated, Stratum, Verdict
-from datalyst.curate._select import Strategy
+from datalyst.curate import KEEP, Curated, FilterOptions, Strategy, Stratum, Verdict, filter_run
 
 
 class NoWord:

@@ -8,6 +8,7 @@ import pytest
 from curate_helpers import trajectory_of
 
 from datalyst.agent import DIALECTS, Agent, AgentConfig, Step, Termination, Trajectory, Turn, get_dialect
+from datalyst.curate import LanguageCheck
 from datalyst.curate._filters import (
     ANSWER_FORMAT,
     ANSWER_TOO_LONG,
@@ -22,7 +23,6 @@ from datalyst.curate._filters import (
     RepetitionCheck,
     answer_format_problem,
 )
-from datalyst.curate._language import LanguageCheck
 from datalyst.llm import ReplayModel
 from datalyst.sandbox import CellError, ExecResult
 from datalyst.tasks import SQL_ANSWER_FORMAT, TABLEBENCH_FORMAT, Task

@@ -8,9 +8,7 @@ import json
 import pytest
 
 from datalyst.agent import AgentConfig
-from datalyst.curate._consistency import RuleConsistency
-from datalyst.curate._judge import judge_group, judge_run, read_verdicts
-from datalyst.curate._run import RunConfig, RunFolder
+from datalyst.curate import RuleConsistency, RunConfig, RunFolder, judge_group, judge_run, read_verdicts
 from datalyst.llm import ReplayModel
 from datalyst.tasks import Task
 

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from datalyst.curate import Guide
-from datalyst.curate._refine import pass_rates, refine_run
+from datalyst.curate import Guide, pass_rates, refine_run
 from datalyst.errors import ConfigError, ModelResponseError
 from datalyst.llm import ReplayModel
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from datalyst.curate._filter import filter_run
-from datalyst.curate._report import build_report, write_report
+from datalyst.curate import build_report, filter_run, write_report
 
 
 def test_the_report_counts_every_stage_and_shows_kept_and_dropped_examples(judged_run):

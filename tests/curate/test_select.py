@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datalyst.curate._judge import GroupVerdict
-from datalyst.curate._select import Strategy, select, with_agreed_answer
+from datalyst.curate import GroupVerdict, Strategy, select, with_agreed_answer
 from datalyst.tasks import Task
 
 VERIFIED = Task(id="v", question="How many?", answer={"n": "4"}, judge="dabench")

@@ -10,8 +10,7 @@ import pytest
 from curate_helpers import trajectory_of
 
 from datalyst.agent import ActionKind, Agent, Trajectory, Turn
-from datalyst.curate._records import Stratum
-from datalyst.curate._strata import DATARUS_MIX, mix_strata, stratum
+from datalyst.curate import DATARUS_MIX, Stratum, mix_strata, stratum
 from datalyst.errors import ConfigError
 from datalyst.llm import ReplayModel
 from datalyst.sandbox import CellError, ExecResult
