@@ -99,3 +99,10 @@ def test_without_a_model_failed_tasks_stay_failed_and_incomplete_groups_wait(tmp
                                *group(verified, "@regions[4]", "@regions[4]")])  # fmt: skip
     summary = asyncio.run(judge_run(run, RuleConsistency(), rounds=2, progress=False))
     assert summary.groups == 1 and summary.failed_by_round == {0: 1} and summary.incomplete == 1
+
+
+def test_a_verified_task_judged_by_a_model_uses_the_judge_model(answered):
+    task = Task(id="d", question="Describe the trend.", answer="rising", judge="llm")
+    model = ReplayModel(["<thought>Same.</thought><score>1</score>"])
+    verdict = asyncio.run(judge_group([answered(task, 0, "It goes up.")], 0, RuleConsistency(), judge_model=model))
+    assert verdict.method == "ground_truth" and verdict.passed and len(model.calls) == 1

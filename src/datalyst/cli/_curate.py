@@ -137,7 +137,11 @@ def expert_command(
 def judge_command(
     run: Run,
     judge: Annotated[
-        str, typer.Option(help="Consistency judge for tasks without a verified answer: rule, or a model spec.")
+        str,
+        typer.Option(
+            help="Consistency judge for tasks without a verified answer: rule, or a model spec (which also grades "
+            "verified tasks whose judge is a model)."
+        ),
     ] = "rule",
     reflect: Annotated[int, typer.Option(help="Rounds of reflection for tasks whose samples fail (0: none).")] = 1,
     model: Annotated[
@@ -157,10 +161,14 @@ def judge_command(
     async def go() -> JudgeSummary:
         async with AsyncExitStack() as stack:
             chosen: ConsistencyJudge = RuleConsistency()
+            judging = None
             if judge != "rule":
-                chosen = LLMConsistency(await stack.enter_async_context(ManagedModel(str(resolve_spec(judge)))))
+                judging = await stack.enter_async_context(ManagedModel(str(resolve_spec(judge))))
+                chosen = LLMConsistency(judging)
             reflecting = await stack.enter_async_context(ManagedModel(sampler)) if reflect else None
-            return await judge_run(folder, chosen, rounds=reflect, model=reflecting, concurrency=concurrency)
+            return await judge_run(
+                folder, chosen, rounds=reflect, model=reflecting, judge_model=judging, concurrency=concurrency
+            )
 
     summary = asyncio.run(go())
     for method, counts in summary.by_method.items():

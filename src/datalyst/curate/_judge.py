@@ -84,14 +84,20 @@ def attempt(trajectory: Trajectory) -> Attempt:
     )
 
 
-async def judge_group(trajectories: Sequence[Trajectory], round: int, consistency: ConsistencyJudge) -> GroupVerdict:
-    """The verdict on one task's trajectories of one round."""
+async def judge_group(
+    trajectories: Sequence[Trajectory],
+    round: int,
+    consistency: ConsistencyJudge,
+    *,
+    judge_model: ChatModel | None = None,
+) -> GroupVerdict:
+    """The verdict on one task's trajectories of one round (``judge_model`` grades tasks judged by a model)."""
     task = trajectories[0].task
     ids = [trajectory.id for trajectory in trajectories]
     attempts = [attempt(trajectory) for trajectory in trajectories]
     common = {"id": f"{task.id}@{round}", "task_id": task.id, "round": round, "trajectory_ids": ids}
     if verified(task):
-        judge = judge_for(task)
+        judge = judge_for(task, model=judge_model)
         judgements = [await judge.ajudge(trajectory.answer or "") for trajectory in trajectories]
         correct = [judgement.correct for judgement in judgements]
         right = [i for i, ok in enumerate(correct) if ok]
@@ -127,10 +133,12 @@ async def judge_run(
     *,
     rounds: int = 1,
     model: ChatModel | None = None,
+    judge_model: ChatModel | None = None,
     concurrency: int = 4,
     progress: bool = True,
 ) -> JudgeSummary:
     """Judge every complete group of the run; with ``model``, reflect up to ``rounds`` times on groups that fail.
+    ``judge_model`` grades the verified tasks whose judge is a model (``Task.judge == "llm"``).
 
     Resumable: groups already in ``verdicts.jsonl`` are not judged again, and reflection rollouts skip
     the trajectories they wrote before.
@@ -142,7 +150,7 @@ async def judge_run(
 
     async def one(group: list[Trajectory], round: int) -> GroupVerdict:
         async with gate:
-            return await judge_group(group, round, consistency)
+            return await judge_group(group, round, consistency, judge_model=judge_model)
 
     for current in range(rounds + 1):
         groups, _ = _groups(run.trajectories(), config.n, current)
