@@ -161,13 +161,9 @@ def wrong_column(cell: Cell, facts: Facts, rng: Random) -> Mistake | None:
             misses = [miss for miss in _near_names(name) if miss not in facts.columns]
             if misses:
                 options.append((name, misses))
-    if not options:
+    if (chosen := _misname(cell.code, options, rng)) is None:
         return None
-    name, misses = rng.choice(options)
-    wrong = rng.choice(misses)
-    code = replace_literal(cell.code, name, wrong)
-    if code is None:
-        return None
+    name, wrong, code = chosen
     cause = rng.choice(
         (
             f"There is no column `{wrong}`: the data calls it `{name}`.",
@@ -176,6 +172,16 @@ def wrong_column(cell: Cell, facts: Facts, rng: Random) -> Mistake | None:
         )
     )
     return Mistake(WRONG_COLUMN, code, cause)
+
+
+def _misname(code: str, options: list[tuple[str, list[str]]], rng: Random) -> tuple[str, str, str] | None:
+    """One of ``options`` (a name in ``code`` and its near misses) written wrong: (name, wrong name, new code)."""
+    if not options:
+        return None
+    name, misses = rng.choice(options)
+    wrong = rng.choice(misses)
+    changed = replace_literal(code, name, wrong)
+    return None if changed is None else (name, wrong, changed)
 
 
 def _near_names(name: str) -> list[str]:
@@ -267,13 +273,9 @@ def wrong_file(cell: Cell, facts: Facts, rng: Random) -> Mistake | None:
         for name in facts.files
         if name in literals and (misses := [m for m in _near_files(name) if m not in facts.files])
     ]
-    if not options:
+    if (chosen := _misname(cell.code, options, rng)) is None:
         return None
-    name, misses = rng.choice(options)
-    wrong = rng.choice(misses)
-    code = replace_literal(cell.code, name, wrong)
-    if code is None:
-        return None
+    name, wrong, code = chosen
     if name.endswith((".sqlite", ".db", ".sqlite3")):
         cause = (
             f"The table is missing because `{wrong}` does not exist: sqlite3.connect created an empty database "
