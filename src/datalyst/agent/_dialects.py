@@ -18,14 +18,11 @@ turn back with the tolerant helpers of `_parsing`. The reading rules every diale
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
-from importlib import resources
 from typing import NamedTuple
 
 import jinja2
-import yaml
 
 from datalyst.agent._dialect import Dialect, PromptContext, Step
 from datalyst.agent._parsing import (
@@ -41,17 +38,14 @@ from datalyst.agent._parsing import (
     unwrap_fence,
 )
 from datalyst.errors import ConfigError
+from datalyst.prompts import prompt_templates
 
 DIALECTS = ("datamind", "jupiter", "datarus")
-_PROMPT_KEYS = ("system", "user", "void")
 
 
-@functools.cache
 def _templates(name: str) -> dict[str, jinja2.Template]:
-    source = (resources.files("datalyst.agent") / "prompts" / f"{name}.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(source)
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    return {key: env.from_string(data[key]) for key in _PROMPT_KEYS}
+    """The dialect's prompt templates: ``system``, ``user`` and ``void``."""
+    return prompt_templates("datalyst.agent", name)
 
 
 class _Action(NamedTuple):

@@ -8,20 +8,18 @@ attempt's closing reasoning. Either way every attempt must agree: one without an
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Sequence
-from importlib import resources
 from typing import Protocol
 
 import jinja2
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelResponseError
 from datalyst.judge import REL_TOL, extract_answers, rule_match
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.prompts import prompt_templates
 
 JUDGE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=384)
 _TAG = {name: re.compile(rf"<\s*{name}\s*>(.*?)<\s*/\s*{name}\s*>", re.IGNORECASE | re.DOTALL) for name in
@@ -93,11 +91,8 @@ class RuleConsistency:
         return Agreement(agree=True, best=best, critique=f"All {len(attempts)} answers agree.")
 
 
-@functools.cache
 def _templates() -> dict[str, jinja2.Template]:
-    source = (resources.files("datalyst.curate") / "prompts" / "consistency.yaml").read_text(encoding="utf-8")
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    return {key: env.from_string(text) for key, text in yaml.safe_load(source).items()}
+    return prompt_templates("datalyst.curate", "consistency")
 
 
 def parse_agreement(text: str, count: int) -> tuple[Agreement | None, str | None]:

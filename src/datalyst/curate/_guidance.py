@@ -8,26 +8,21 @@ samples fail the check is sampled again with the judge's critique. All of it rea
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
-from importlib import resources
 
 import jinja2
-import yaml
 
 from datalyst.errors import ConfigError, ModelResponseError
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.prompts import prompt_templates
 from datalyst.synth import Category, category
 from datalyst.tasks import Task
 
 REFINE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=512)
 
 
-@functools.cache
 def _templates() -> dict[str, jinja2.Template]:
-    source = (resources.files("datalyst.curate") / "prompts" / "guidance.yaml").read_text(encoding="utf-8")
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    return {key: env.from_string(text) for key, text in yaml.safe_load(source).items()}
+    return prompt_templates("datalyst.curate", "guidance")
 
 
 def workflow_text(task: Task, workflows: Mapping[str, str] | None = None) -> str:

@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelResponseError
-from datalyst.judge._prompts import prompt_templates
 from datalyst.judge._rule import REL_TOL
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.prompts import prompt_templates
 
 __all__ = ["DEFAULT_JUDGE_SAMPLING", "LLMGrader", "LLMVerdict"]
 
@@ -66,7 +66,7 @@ def _as_text(value: object) -> str:
 
 def render_judge_prompt(question: str, predicted: object, gold: object) -> list[ChatMessage]:
     """The opening messages (system, user) the judge model receives."""
-    templates = prompt_templates("llm_judge")
+    templates = prompt_templates("datalyst.judge", "llm_judge")
     variables = {
         "question": _as_text(question).strip(),
         "predicted": _as_text(predicted).strip(),
@@ -133,7 +133,7 @@ class LLMGrader:
             score, reasoning, problem = parse_judgement(reply)
             if problem is None:
                 return LLMVerdict(score=score, reasoning=reasoning, attempts=attempt, raw=raw)
-            retry = prompt_templates("llm_judge")["retry"].render(problem=problem).strip()
+            retry = prompt_templates("datalyst.judge", "llm_judge")["retry"].render(problem=problem).strip()
             messages = [
                 *messages,
                 ChatMessage(role=Role.ASSISTANT, content=reply),

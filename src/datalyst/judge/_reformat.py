@@ -10,8 +10,8 @@ right value written as ``@57`` or a bare ``-0.83`` still counts. The three messa
 from __future__ import annotations
 
 from datalyst.errors import ModelResponseError
-from datalyst.judge._prompts import prompt_templates
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
+from datalyst.prompts import prompt_templates
 from datalyst.tasks import Task
 
 REFORMAT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
@@ -20,7 +20,7 @@ REFORMAT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
 def reformat_messages(task: Task, response: str) -> list[ChatMessage]:
     """The conversation the reformatting model continues: question, the raw response, the request."""
     variables = {"question": task.question.strip(), "constraints": task.constraints.strip(), "format": task.format}
-    templates = prompt_templates("dabench_reformat")
+    templates = prompt_templates("datalyst.judge", "dabench_reformat")
     return [
         ChatMessage(role=Role.USER, content=templates["question"].render(variables).strip()),
         ChatMessage(role=Role.ASSISTANT, content=response),
