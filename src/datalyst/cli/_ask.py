@@ -13,9 +13,8 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from datalyst.agent import DIALECTS, ActionKind, Agent, AgentConfig, Trajectory, Turn, to_html, to_notebook
+from datalyst.agent import DIALECTS, ActionKind, Agent, AgentConfig, Trajectory, Turn, get_dialect, to_html, to_notebook
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.errors import ConfigError
 from datalyst.llm import load_model, resolve_spec
 from datalyst.tasks import Task
 
@@ -35,8 +34,7 @@ def ask_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Ask a QUESTION about FILES; the agent writes and runs code in the sandbox until it can answer."""
-    if dialect not in DIALECTS:
-        raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    get_dialect(dialect)  # an unknown name stops here, in one line
     console = Console(highlight=False, soft_wrap=True, stderr=as_json)
     task = Task(id=uuid.uuid4().hex[:8], question=question, files=[str(p) for p in files])
     spec = resolve_spec(model)

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from datalyst.agent import DIALECTS, AgentConfig, rollout
+from datalyst.agent import DIALECTS, AgentConfig, get_dialect, rollout
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._eval import ManagedModel
 from datalyst.cli._synth import parse_options
@@ -78,8 +78,7 @@ def sample_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Sample N trajectories of every task with a model, the category's workflow in the prompt."""
-    if dialect not in DIALECTS:
-        raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    get_dialect(dialect)  # an unknown name stops here, in one line
     chosen = [task for path in tasks for task in _drawn(read_tasks(path), limit, seed)]
     spec = str(resolve_spec(model))
     sampling = parse_options(SamplingParams, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
@@ -117,8 +116,7 @@ def expert_command(
 ) -> None:
     """Play each task's canonical solution as a real trajectory (cells run in the sandbox), some with a mistake
     and its fix: training data without a strong model."""
-    if dialect not in DIALECTS:
-        raise ConfigError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    get_dialect(dialect)  # an unknown name stops here, in one line
     playable, skipped = expert_tasks(task for path in tasks for task in _drawn(read_tasks(path), limit, seed))
     options = parse_options(ExpertOptions, seed=seed, error_share=error_share, max_compute_cells=max_cells)
     agent = parse_options(AgentConfig, dialect=dialect, require_isolation=not allow_unisolated)

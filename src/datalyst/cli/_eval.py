@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from datalyst.agent import DIALECTS, AgentConfig
+from datalyst.agent import DIALECTS, AgentConfig, get_dialect
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
@@ -92,8 +92,7 @@ def run_command(
     dialect = dialect or ["datamind"]
     slice_ = _parse_shard(shard)
     for name in dialect:
-        if name not in DIALECTS:
-            raise ConfigError(f"unknown dialect {name!r}; choose one of {', '.join(DIALECTS)}")
+        get_dialect(name)  # an unknown name stops here, in one line
     if strategy != "react":
         raise ConfigError(f"unknown strategy {strategy!r}; this version offers: react")
     spec = str(resolve_spec(model))
