@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from datalyst.provenance import git_revision, short_revision
+from datalyst.provenance import git_revision, read_manifest, short_revision, write_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,3 +26,10 @@ def test_the_revision_is_the_checkout_and_says_when_tracked_files_changed():
 def test_the_short_form_keeps_the_dirty_mark():
     assert short_revision("0123456789abcdef-dirty") == "0123456789-dirty"
     assert short_revision("0123456789abcdef") == "0123456789"
+
+
+def test_a_manifest_reads_back_beside_its_output(tmp_path):
+    out = tmp_path / "tasks.jsonl"
+    assert read_manifest(out) == {}
+    assert write_manifest(out, seed=3) == tmp_path / "tasks.jsonl.manifest.json"
+    assert read_manifest(out)["seed"] == 3

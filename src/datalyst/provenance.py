@@ -23,9 +23,20 @@ def write_manifest(out_path: Path, **fields: Any) -> Path:
         "started_at": datetime.now(UTC).isoformat(),
         **fields,
     }
-    path = out_path.with_name(out_path.name + ".manifest.json")
+    path = manifest_path(out_path)
     write_atomic(path, json.dumps(manifest, indent=2))
     return path
+
+
+def manifest_path(out_path: Path) -> Path:
+    """Where the manifest of ``out_path`` lives: ``<out>.manifest.json`` beside it."""
+    return out_path.with_name(out_path.name + ".manifest.json")
+
+
+def read_manifest(out_path: Path) -> dict[str, Any]:
+    """The manifest of ``out_path`` ({} when there is none; ValueError when it is not JSON)."""
+    path = manifest_path(out_path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def git_revision() -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.resources
 import io
-import json
 import random
 import statistics
 from collections import Counter
@@ -27,6 +26,7 @@ from datalyst.curate._run import RunFolder
 from datalyst.curate._select import Dropped
 from datalyst.files import write_atomic
 from datalyst.jsonl import read_appended
+from datalyst.provenance import read_manifest
 
 _FIX = "run `datalyst curate filter` again"
 
@@ -80,8 +80,8 @@ def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = Non
     gt = [task_id for task_id, method in judged.items() if method == "ground_truth"]
     sc = [task_id for task_id, method in judged.items() if method != "ground_truth"]
     kept = read_curated(run)
-    manifest = _manifest(run.kept)
-    judge_manifest = _manifest(run.verdicts)
+    manifest = read_manifest(run.kept)
+    judge_manifest = read_manifest(run.verdicts)
     return CurationReport(
         run=str(run.path),
         source=config.source,
@@ -184,11 +184,6 @@ def _share(part: int, whole: int) -> float | None:
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _manifest(path: Path) -> dict:
-    manifest = path.with_name(path.name + ".manifest.json")
-    return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
 
 
 def _page(trajectory: Trajectory) -> str:

@@ -11,7 +11,6 @@ the original as the table's source (one table, one file), and ``found_at`` names
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sqlite3
 from collections import Counter
@@ -26,7 +25,7 @@ from rich.progress import track
 from datalyst.data import DATA_SUFFIXES, DataFileError, FileInfo, FileKind, describe, detect_kind, load
 from datalyst.errors import ConfigError
 from datalyst.jsonl import drop_torn_tail, read_appended
-from datalyst.provenance import write_manifest
+from datalyst.provenance import read_manifest, write_manifest
 from datalyst.synth._fingerprint import Fingerprint, fingerprint
 from datalyst.tasks import Task
 
@@ -197,9 +196,8 @@ def collect_files(
 
 def _check_same_options(out: Path, options: FileOptions) -> None:
     """A resumed collection must filter as it did: otherwise its records would follow two sets of rules."""
-    manifest = out.with_name(out.name + ".manifest.json")
     try:
-        previous = json.loads(manifest.read_text()).get("options", {})
+        previous = read_manifest(out).get("options", {})
     except (OSError, ValueError):
         return  # no readable manifest: nothing to compare with
     changed = [
