@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
@@ -239,8 +240,7 @@ def filter_command(
         FilterOptions, strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
         max_overthinking=max_overthinking, keep=keep, mix=_mix(mix),
     )  # fmt: skip
-    counter = load_tokenizer(str(resolve_spec(tokenizer))).encode
-    checks = rule_checks(lambda text: len(counter(text)))
+    checks = rule_checks(_token_counter(tokenizer))
     if decontaminate:
         decontaminator = Decontaminator.from_benchmarks(benchmarks_dir())
         questions, tables = decontaminator.size
@@ -304,11 +304,16 @@ def report_command(
 ) -> None:
     """Write RUN/report: counts at every stage, yields, mixes, lengths, plots and a page of examples."""
     folder = RunFolder(run)
-    counter = load_tokenizer(str(resolve_spec(tokenizer))).encode
-    report = build_report(folder, count_tokens=lambda text: len(counter(text)))
+    report = build_report(folder, count_tokens=_token_counter(tokenizer))
     index = write_report(folder, report, sample=sample, seed=seed)
     print(render_markdown(report))
     console.print(f"[dim]Report in {index}[/]")
+
+
+def _token_counter(model: str) -> Callable[[str], int]:
+    """How many tokens a text is for ``model``'s tokenizer."""
+    encode = load_tokenizer(str(resolve_spec(model))).encode
+    return lambda text: len(encode(text))
 
 
 def _mix(text: str | None) -> dict[Stratum, float] | None:

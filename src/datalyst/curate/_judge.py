@@ -152,8 +152,9 @@ async def judge_run(
         async with gate:
             return await judge_group(group, round, consistency, judge_model=judge_model)
 
+    trajectories = run.trajectories()
     for current in range(rounds + 1):
-        groups, _ = _groups(run.trajectories(), config.n, current)
+        groups, _ = _groups(trajectories, config.n, current)
         todo = [group for group in groups if f"{group[0].task.id}@{current}" not in done]
         with run.verdicts.open("a", encoding="utf-8") as sink:
             for finished in asyncio.as_completed([one(group, current) for group in todo]):
@@ -165,7 +166,8 @@ async def judge_run(
         if current == rounds or model is None or not failed:
             break
         await _reflect(run, config, model, failed, done, current, concurrency=concurrency, progress=progress)
-    summary = _summary(list(done.values()), run.trajectories(), config.n)
+        trajectories = run.trajectories()  # with the reflections just written
+    summary = _summary(list(done.values()), trajectories, config.n)
     write_manifest(run.verdicts, judge=consistency.name, rounds=rounds, reflect_model=model and model.spec,
                    summary=summary.model_dump())  # fmt: skip
     return summary
