@@ -17,6 +17,7 @@ def trajectory_of(
     trial: int = 0,
     dialect: str = "datamind",
     termination: Termination | None = None,
+    first_message: str | None = None,
 ) -> Trajectory:
     """A trajectory of ``task`` made of ``turns``; it answers with its last turn when that is an answer."""
     last = turns[-1] if turns else None
@@ -29,7 +30,7 @@ def trajectory_of(
         model="replay",
         sampling=SamplingParams(),
         system_prompt="system",
-        first_message=f"Question: {task.question}",
+        first_message=first_message or f"Question: {task.question}",
         turns=list(turns),
         answer=answer,
         termination=termination or (Termination.ANSWER if answer is not None else Termination.MAX_TURNS),

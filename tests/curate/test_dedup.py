@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
+from curate_helpers import trajectory_of
 
-from datalyst.agent import ActionKind, Termination, Trajectory, Turn
+from datalyst.agent import ActionKind, Trajectory, Turn
 from datalyst.curate._dedup import (
     EXACT_DUPLICATE,
     NEAR_DUPLICATE,
@@ -16,7 +15,6 @@ from datalyst.curate._dedup import (
     shingles,
 )
 from datalyst.errors import ConfigError
-from datalyst.llm import SamplingParams
 from datalyst.tasks import Task
 
 TASK = Task(id="t", question="What is the mean fare?", files=["titanic.csv"])
@@ -57,19 +55,7 @@ def _trajectory(
             index=len(cells), raw="34.69", text="34.69", thought=answer_thought, kind=ActionKind.ANSWER, answer="34.69"
         )
     )
-    return Trajectory(
-        id=tid,
-        task=TASK,
-        dialect="datamind",
-        model="replay",
-        sampling=SamplingParams(),
-        system_prompt="system",
-        first_message=TASK.question,
-        turns=turns,
-        answer="34.69",
-        termination=Termination.ANSWER,
-        started_at=datetime.now(UTC),
-    )
+    return trajectory_of(turns, TASK).model_copy(update={"id": tid})
 
 
 ONE_TOKEN_CHANGED = [*CELLS[:-1], (CELLS[-1][0], CELLS[-1][1].replace(", 2)", ", 3)"))]

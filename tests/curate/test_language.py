@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from curate_helpers import trajectory_of
 
-from datalyst.agent import ActionKind, Termination, Trajectory, Turn
+from datalyst.agent import ActionKind, Trajectory, Turn
 from datalyst.curate._language import GARBLED_TEXT, MIXED_LANGUAGES, LanguageCheck, main_script, script
-from datalyst.llm import SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
@@ -36,18 +35,8 @@ def trajectory(
         ),
         Turn(index=1, raw="", text="", thought=thought, kind=ActionKind.ANSWER, answer=answer),
     ]  # fmt: skip
-    return Trajectory(
-        id="t#0",
-        task=Task(id="t", question=question, format="@mean_revenue[value]"),
-        dialect="datamind",
-        model="replay",
-        sampling=SamplingParams(),
-        system_prompt="system",
-        first_message=first_message or f"Question: {question}",
-        turns=turns,
-        answer=answer,
-        termination=Termination.ANSWER,
-        started_at=datetime.now(UTC),
+    return trajectory_of(
+        turns, Task(id="t", question=question, format="@mean_revenue[value]"), first_message=first_message
     )
 
 
