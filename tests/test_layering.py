@@ -19,7 +19,8 @@ ALLOWED = {
     "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "curate": {"agent", "tasks", "judge", "llm", "synth"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
-    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval"},
+    "train": {"agent", "judge", "llm", "tasks", "curate"},
+    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train"},
 }
 
 

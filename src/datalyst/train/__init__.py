@@ -1,0 +1,7 @@
+"""Training agents on their own trajectories: SFT, RL over the agent and sandbox, value and reward models."""
+
+from datalyst.train._data import Example, read_examples
+from datalyst.train._policy import LoraOptions, load_policy
+from datalyst.train._sft import SFTConfig, SFTResult, train_sft
+
+__all__ = ["Example", "LoraOptions", "SFTConfig", "SFTResult", "load_policy", "read_examples", "train_sft"]

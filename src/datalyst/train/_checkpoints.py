@@ -1,0 +1,76 @@
+"""Checkpoints that resume a run exactly: trainable weights, optimizer, scheduler and random states.
+
+``checkpoints/step-NNNNNN/`` holds ``trainable.safetensors`` (only what the optimizer updates: the
+LoRA layers, or every weight in full fine-tuning), ``optimizer.pt``, ``scheduler.pt``, one
+``random-RANK.pt`` per process and, written last, ``state.json``: a folder without it is an interrupted
+save and is ignored. The data order needs nothing saved: it is a function of the seed and the step.
+Only the newest ``KEEP`` checkpoints are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from datalyst.errors import DataFileError
+from datalyst.files import write_atomic
+
+KEEP = 2
+STATE = "state.json"
+
+
+def checkpoint_dir(out: Path, step: int) -> Path:
+    return out / "checkpoints" / f"step-{step:06d}"
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The newest complete checkpoint in run folder ``out``, or None."""
+    complete = sorted(path.parent for path in (out / "checkpoints").glob(f"step-*/{STATE}"))
+    return complete[-1] if complete else None
+
+
+def save_checkpoint(
+    out: Path, step: int, parameters: dict[str, Any], optimizer: Any, scheduler: Any, runtime: Any
+) -> Path:
+    """Save the state after ``step`` optimizer steps and drop all but the newest ``KEEP`` checkpoints."""
+    from safetensors.torch import save_file
+
+    folder = checkpoint_dir(out, step)
+    folder.mkdir(parents=True, exist_ok=True)
+    runtime.torch.save(runtime.random_state(), folder / f"random-{runtime.rank}.pt")
+    runtime.accelerator.wait_for_everyone()
+    if runtime.is_main:
+        save_file(
+            {name: p.detach().contiguous().cpu() for name, p in parameters.items()}, folder / "trainable.safetensors"
+        )
+        runtime.torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+        runtime.torch.save(scheduler.state_dict(), folder / "scheduler.pt")
+        write_atomic(folder / STATE, json.dumps({"step": step, "processes": runtime.world_size}))
+        for old in sorted(path.parent for path in (out / "checkpoints").glob(f"step-*/{STATE}"))[:-KEEP]:
+            shutil.rmtree(old)
+    runtime.accelerator.wait_for_everyone()
+    return folder
+
+
+def load_checkpoint(folder: Path, parameters: dict[str, Any], optimizer: Any, scheduler: Any, runtime: Any) -> int:
+    """Restore the state saved in ``folder`` into the live objects; the number of steps already taken."""
+    from safetensors.torch import load_file
+
+    state = json.loads((folder / STATE).read_text(encoding="utf-8"))
+    if state["processes"] != runtime.world_size:
+        raise DataFileError(
+            f"{folder} was saved by {state['processes']} processes, and this run has {runtime.world_size}; "
+            "resume with the same number of processes"
+        )
+    saved = load_file(folder / "trainable.safetensors")
+    if saved.keys() != parameters.keys():
+        raise DataFileError(f"{folder} holds other trainable weights than this model has; start a new --out folder")
+    with runtime.torch.no_grad():
+        for name, parameter in parameters.items():
+            parameter.copy_(saved[name])
+    optimizer.load_state_dict(runtime.torch.load(folder / "optimizer.pt", weights_only=True))
+    scheduler.load_state_dict(runtime.torch.load(folder / "scheduler.pt", weights_only=True))
+    runtime.set_random_state(runtime.torch.load(folder / f"random-{runtime.rank}.pt", weights_only=False))
+    return int(state["step"])

@@ -1,0 +1,71 @@
+"""The model being trained: a local model loaded by transformers with dense weights, plus LoRA (peft) or not.
+
+``embedded:NAME`` and ``gguf:PATH`` load from their GGUF file, which transformers unpacks into dense
+float32 weights (``hf:`` loading, see ``datalyst.llm``); ``hf:PATH`` loads a model folder. The same
+GGUF then runs the trained adapter through llama.cpp, so training and serving share one base.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from pydantic import BaseModel
+
+from datalyst.errors import ConfigError, ModelUnavailable
+from datalyst.llm import ModelKind, ensure_model, load_model, resolve_spec
+
+INSTALL_FIX = "pip install 'datalyst[hf,train]'"
+
+
+class LoraOptions(BaseModel):
+    """LoRA's rank, scale, dropout and target modules (peft names; ``all-linear`` is every linear but the head)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: str | list[str] = "all-linear"
+
+
+def hf_spec(spec: str) -> str:
+    """The ``hf:`` spec that loads ``spec``'s weights in transformers (an embedded model is fetched if missing)."""
+    parsed = resolve_spec(spec)
+    if parsed.kind == ModelKind.EMBEDDED:
+        return f"hf:{ensure_model(parsed.target)}"
+    if parsed.kind in (ModelKind.GGUF, ModelKind.HF):
+        return f"hf:{parsed.target}"
+    raise ConfigError(f"model spec '{spec}' names no local weights to train; give an embedded:, gguf: or hf: spec")
+
+
+def load_policy(spec: str, *, lora: LoraOptions | None, device: str = "cpu") -> Any:
+    """``spec`` loaded in float32 for training (a ``TransformersModel``), with LoRA layers added unless ``lora``
+    is None (full fine-tuning). Its ``model`` is left in train mode."""
+    loaded = load_model(hf_spec(spec), dtype="float32", device=device)
+    if lora is not None:
+        loaded.model = add_lora(loaded.model, lora)
+    loaded.model.train()
+    return loaded
+
+
+def add_lora(model: Any, options: LoraOptions) -> Any:
+    """``model`` wrapped by peft with fresh LoRA layers (only they are trainable)."""
+    try:
+        import peft
+    except ModuleNotFoundError:
+        raise ModelUnavailable(f"LoRA training needs the peft package; {INSTALL_FIX}") from None
+    config = peft.LoraConfig(
+        r=options.r,
+        lora_alpha=options.alpha,
+        lora_dropout=options.dropout,
+        target_modules=options.target_modules,
+        task_type="CAUSAL_LM",
+    )
+    with warnings.catch_warnings():
+        # peft 0.21 still reads transformers' deprecated is_gradient_checkpointing alias (FutureWarning).
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        return peft.get_peft_model(model, config)
+
+
+def trainable_parameters(model: Any) -> dict[str, Any]:
+    """The parameters the optimizer updates, by name (what a checkpoint must keep)."""
+    return {name: parameter for name, parameter in model.named_parameters() if parameter.requires_grad}

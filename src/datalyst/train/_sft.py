@@ -1,0 +1,206 @@
+"""Supervised fine-tuning on exported training examples: the loss on the agent's own tokens only.
+
+One optimizer step takes ``batch_size`` examples (the seeded order of ``_data``), groups them by
+length into padded micro-batches of at most ``max_batch_tokens`` and accumulates their gradients. The
+loss is the mean over every trained token of the step (token-level, so a long trajectory weighs by
+its tokens, and micro-batching never changes it). Logits are computed only where a trained token is
+predicted: the vocabulary projection and its float32 softmax are a large share of a small model's
+work, and the trajectory's prompt and observations need none. On a CPU with native bfloat16 the
+forward and backward passes run under bfloat16 autocast (the weights stay float32).
+
+A run folder holds ``config.json``, ``log.jsonl`` (one line per step), ``checkpoints/step-NNNNNN``
+(trainable weights, optimizer, scheduler and random states: a resumed run continues exactly) and, at
+the end, ``adapter/`` (peft) or ``model/`` (full fine-tuning), ``loss.png`` and ``train.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from datalyst.errors import ConfigError
+from datalyst.files import write_atomic
+from datalyst.provenance import write_manifest
+from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
+from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._policy import LoraOptions, load_policy, trainable_parameters
+from datalyst.train._runtime import Runtime, start_runtime
+
+Precision = Literal["auto", "bf16", "fp32"]
+
+
+class SFTConfig(BaseModel):
+    """Everything that decides an SFT run (saved as ``config.json``; a resumed run must match it)."""
+
+    data: str
+    model: str = "embedded:small"
+    lora: LoraOptions | None = LoraOptions()
+    """None trains every weight (full fine-tuning)."""
+    lr: float = 2e-4
+    """DataMind fine-tunes all weights of 7B-14B models at 1e-5; LoRA on a small model needs a larger rate."""
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    epochs: int = 1
+    batch_size: int = 16
+    max_length: int = 4096
+    max_batch_tokens: int = 4096
+    limit: int | None = None
+    seed: int = 0
+    precision: Precision = "auto"
+
+
+class SFTResult(BaseModel):
+    """Where a finished run put its weights and what it measured."""
+
+    out: Path
+    weights: Path
+    steps: int
+    examples: int
+    tokens: int
+    seconds: float
+    final_loss: float
+
+
+def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progress: bool = True) -> SFTResult:
+    """Run (or resume) SFT as ``config`` says, writing into ``out``; see the module docstring for the folder."""
+    out = Path(out)
+    _check_resumable(config, out)
+    runtime = start_runtime(config.precision, seed=config.seed)
+    policy = load_policy(config.model, lora=config.lora, device=runtime.device)
+    selection = read_examples(
+        config.data, max_length=config.max_length, limit=config.limit, seed=config.seed,
+        vocab_size=policy.model.get_input_embeddings().num_embeddings,
+    )  # fmt: skip
+    examples = selection.examples
+    total = steps_per_epoch(len(examples), config.batch_size) * config.epochs
+    parameters = trainable_parameters(policy.model)
+    optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = cosine_with_warmup(optimizer, warmup=math.ceil(config.warmup_ratio * total), total=total)
+    model, optimizer = runtime.prepare(policy.model, optimizer)
+    start = 0
+    if checkpoint := latest_checkpoint(out):
+        start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
+        trim_log(out / "log.jsonl", start)
+    pad_id = (
+        policy.tokenizer.pad_token_id if policy.tokenizer.pad_token_id is not None else policy.tokenizer.eos_token_id
+    )
+    with runtime.progress(total, start, enabled=progress) as advance:
+        for step in range(start, total):
+            began = time.perf_counter()
+            batch = step_batch(examples, step, batch_size=config.batch_size, seed=config.seed)
+            loss, tokens = sft_step(model, batch, runtime, max_batch_tokens=config.max_batch_tokens, pad_id=pad_id)
+            lr = scheduler.get_last_lr()[0]  # the rate this step's update uses
+            runtime.clip_and_step(model, optimizer, config.max_grad_norm)
+            scheduler.step()
+            seconds = time.perf_counter() - began
+            entry = StepLog(step=step + 1, loss=loss, lr=lr, tokens=tokens, seconds=seconds)
+            if runtime.is_main:
+                with (out / "log.jsonl").open("a", encoding="utf-8") as log:
+                    log.write(entry.model_dump_json() + "\n")
+            if (step + 1) % save_every == 0 or step + 1 == total:
+                save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
+            advance(loss=loss, tokens_per_s=tokens / seconds)
+    return _finish(config, out, policy, runtime, examples, selection_counts=selection.model_dump(exclude={"examples"}))
+
+
+def sft_step(
+    model: Any, batch: Sequence[Example], runtime: Runtime, *, max_batch_tokens: int, pad_id: int
+) -> tuple[float, int]:
+    """Accumulate the gradients of this process's share of ``batch``; the step's mean loss and input tokens."""
+    mine = list(batch[runtime.rank :: runtime.world_size])
+    counts = runtime.sum(float(sum(example.trained_tokens for example in mine)))
+    loss_sum, tokens = 0.0, 0
+    groups = micro_batches(mine, max_tokens=max_batch_tokens)
+    for index, group in enumerate(groups):
+        input_ids, attention_mask, labels = collate(group, pad_id=pad_id, torch=runtime.torch)
+        with runtime.accumulating(model, last=index == len(groups) - 1), runtime.autocast():
+            summed = token_loss_sum(
+                model, input_ids.to(runtime.device), attention_mask.to(runtime.device), labels.to(runtime.device)
+            )
+            runtime.backward(summed * runtime.world_size / counts)  # DDP averages gradients over processes
+        loss_sum += summed.item()
+        tokens += int(attention_mask.sum())
+    return runtime.sum(loss_sum) / counts, int(runtime.sum(float(tokens)))
+
+
+def token_loss_sum(model: Any, input_ids: Any, attention_mask: Any, labels: Any) -> Any:
+    """Summed cross-entropy of every labelled next token, with logits computed at those positions only."""
+    import torch
+
+    predicts = torch.zeros_like(labels, dtype=torch.bool)
+    predicts[:, :-1] = labels[:, 1:] != IGNORE  # position i is trained when token i + 1 is
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=predicts).logits
+    return torch.nn.functional.cross_entropy(logits.float(), labels[:, 1:][predicts[:, :-1]], reduction="sum")
+
+
+def collate(group: Sequence[Example], *, pad_id: int, torch: Any) -> tuple[Any, Any, Any]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` tensors of one micro-batch."""
+    width = max(len(example.input_ids) for example in group)
+    ids, mask, labels = [], [], []
+    for example in group:
+        padding = width - len(example.input_ids)
+        ids.append(example.input_ids + [pad_id] * padding)
+        mask.append([1] * len(example.input_ids) + [0] * padding)
+        labels.append(example.labels + [IGNORE] * padding)
+    return torch.tensor(ids), torch.tensor(mask), torch.tensor(labels)
+
+
+def cosine_with_warmup(optimizer: Any, *, warmup: int, total: int) -> Any:
+    """Linear warm-up to the optimizer's rate over ``warmup`` steps, then cosine decay to 0 at ``total``."""
+    from transformers import get_cosine_schedule_with_warmup
+
+    return get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=total)
+
+
+def _check_resumable(config: SFTConfig, out: Path) -> None:
+    """Write ``config.json`` in a new run folder; in an existing one, refuse a different config."""
+    path = out / "config.json"
+    if path.exists():
+        saved = SFTConfig.model_validate_json(path.read_text(encoding="utf-8"))
+        if saved != config:
+            changed = sorted(k for k in SFTConfig.model_fields if getattr(saved, k) != getattr(config, k))
+            raise ConfigError(
+                f"{out} holds a run with other settings ({', '.join(changed)}); resume it with the same settings "
+                "or choose a new --out folder"
+            )
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, config.model_dump_json(indent=2))
+
+
+def _finish(
+    config: SFTConfig, out: Path, policy: Any, runtime: Runtime, examples: list[Example], selection_counts: dict
+) -> SFTResult:
+    """Save the trained weights, the loss curve and the run's manifest."""
+    log = read_log(out / "log.jsonl")
+    weights = out / ("adapter" if config.lora is not None else "model")
+    if runtime.is_main:
+        runtime.unwrap(policy.model).save_pretrained(weights)
+        if config.lora is None:
+            policy.tokenizer.save_pretrained(weights)
+        plot_curve(log, out / "loss.png", key="loss", title=f"SFT of {config.model}")
+    result = SFTResult(
+        out=out,
+        weights=weights,
+        steps=len(log),
+        examples=len(examples),
+        tokens=sum(entry.tokens for entry in log),
+        seconds=sum(entry.seconds for entry in log),
+        final_loss=log[-1].loss,
+    )
+    if runtime.is_main:
+        write_manifest(
+            out / "train",
+            config=config.model_dump(),
+            result=json.loads(result.model_dump_json()),
+            data=selection_counts,
+        )
+    return result
