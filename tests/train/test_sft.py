@@ -15,7 +15,8 @@ from datalyst.errors import ConfigError, DataFileError
 from datalyst.train import LoraOptions, SFTConfig, train_sft
 from datalyst.train._data import IGNORE, micro_batches, read_examples, step_batch, to_example
 from datalyst.train._log import read_log
-from datalyst.train._sft import collate, token_loss_sum
+from datalyst.train._logprobs import token_logprobs
+from datalyst.train._sft import collate
 
 torch = pytest.importorskip("torch")
 
@@ -82,7 +83,7 @@ def test_loss_on_kept_logits_equals_the_full_cross_entropy(tiny_model: Path, tmp
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     examples = read_examples(write_examples(tmp_path / "e.jsonl", 3), max_length=100).examples
     input_ids, attention_mask, labels = collate(examples, pad_id=0, torch=torch)
-    ours = token_loss_sum(model, input_ids, attention_mask, labels)
+    ours = -token_logprobs(model, input_ids, attention_mask, labels).sum()
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
     full = torch.nn.functional.cross_entropy(
         logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), reduction="sum"

@@ -14,11 +14,29 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from datalyst.errors import DataFileError
+from pydantic import BaseModel
+
+from datalyst.errors import ConfigError, DataFileError
 from datalyst.files import write_atomic
 
 KEEP = 2
 STATE = "state.json"
+
+
+def start_run(out: Path, config: BaseModel) -> None:
+    """Write ``config.json`` in a new run folder; in an existing one, refuse a config that differs from it."""
+    path = out / "config.json"
+    if path.exists():
+        saved = type(config).model_validate_json(path.read_text(encoding="utf-8"))
+        if saved != config:
+            changed = sorted(k for k in type(config).model_fields if getattr(saved, k) != getattr(config, k))
+            raise ConfigError(
+                f"{out} holds a run with other settings ({', '.join(changed)}); resume it with the same settings "
+                "or choose a new --out folder"
+            )
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, config.model_dump_json(indent=2))
 
 
 def checkpoint_dir(out: Path, step: int) -> Path:

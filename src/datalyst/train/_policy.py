@@ -37,11 +37,14 @@ def hf_spec(spec: str) -> str:
     raise ConfigError(f"model spec '{spec}' names no local weights to train; give an embedded:, gguf: or hf: spec")
 
 
-def load_policy(spec: str, *, lora: LoraOptions | None, device: str = "cpu") -> Any:
-    """``spec`` loaded in float32 for training (a ``TransformersModel``), with LoRA layers added unless ``lora``
-    is None (full fine-tuning). Its ``model`` is left in train mode."""
+def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = None, device: str = "cpu") -> Any:
+    """``spec`` loaded in float32 for training (a ``TransformersModel``): with the trained peft ``adapter`` it
+    continues (trainable), else it gets fresh LoRA layers, or none when ``lora`` is None (full fine-tuning).
+    Its ``model`` is left in train mode."""
     loaded = load_model(hf_spec(spec), dtype="float32", device=device)
-    if lora is not None:
+    if adapter is not None:
+        loaded.model = _import_peft().PeftModel.from_pretrained(loaded.model, adapter, is_trainable=True)
+    elif lora is not None:
         loaded.model = add_lora(loaded.model, lora)
     loaded.model.train()
     return loaded
@@ -49,10 +52,7 @@ def load_policy(spec: str, *, lora: LoraOptions | None, device: str = "cpu") -> 
 
 def add_lora(model: Any, options: LoraOptions) -> Any:
     """``model`` wrapped by peft with fresh LoRA layers (only they are trainable)."""
-    try:
-        import peft
-    except ModuleNotFoundError:
-        raise ModelUnavailable(f"LoRA training needs the peft package; {INSTALL_FIX}") from None
+    peft = _import_peft()
     config = peft.LoraConfig(
         r=options.r,
         lora_alpha=options.alpha,
@@ -69,3 +69,11 @@ def add_lora(model: Any, options: LoraOptions) -> Any:
 def trainable_parameters(model: Any) -> dict[str, Any]:
     """The parameters the optimizer updates, by name (what a checkpoint must keep)."""
     return {name: parameter for name, parameter in model.named_parameters() if parameter.requires_grad}
+
+
+def _import_peft() -> Any:
+    try:
+        import peft
+    except ModuleNotFoundError:
+        raise ModelUnavailable(f"LoRA training needs the peft package; {INSTALL_FIX}") from None
+    return peft

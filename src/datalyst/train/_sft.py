@@ -24,12 +24,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from datalyst.errors import ConfigError
-from datalyst.files import write_atomic
 from datalyst.provenance import write_manifest
-from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
 from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
 from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
 
@@ -72,7 +71,7 @@ class SFTResult(BaseModel):
 def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progress: bool = True) -> SFTResult:
     """Run (or resume) SFT as ``config`` says, writing into ``out``; see the module docstring for the folder."""
     out = Path(out)
-    _check_resumable(config, out)
+    start_run(out, config)
     runtime = start_runtime(config.precision, seed=config.seed)
     policy = load_policy(config.model, lora=config.lora, device=runtime.device)
     selection = read_examples(
@@ -122,23 +121,13 @@ def sft_step(
     for index, group in enumerate(groups):
         input_ids, attention_mask, labels = collate(group, pad_id=pad_id, torch=runtime.torch)
         with runtime.accumulating(model, last=index == len(groups) - 1), runtime.autocast():
-            summed = token_loss_sum(
+            summed = -token_logprobs(
                 model, input_ids.to(runtime.device), attention_mask.to(runtime.device), labels.to(runtime.device)
-            )
+            ).sum()
             runtime.backward(summed * runtime.world_size / counts)  # DDP averages gradients over processes
         loss_sum += summed.item()
         tokens += int(attention_mask.sum())
     return runtime.sum(loss_sum) / counts, int(runtime.sum(float(tokens)))
-
-
-def token_loss_sum(model: Any, input_ids: Any, attention_mask: Any, labels: Any) -> Any:
-    """Summed cross-entropy of every labelled next token, with logits computed at those positions only."""
-    import torch
-
-    predicts = torch.zeros_like(labels, dtype=torch.bool)
-    predicts[:, :-1] = labels[:, 1:] != IGNORE  # position i is trained when token i + 1 is
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=predicts).logits
-    return torch.nn.functional.cross_entropy(logits.float(), labels[:, 1:][predicts[:, :-1]], reduction="sum")
 
 
 def collate(group: Sequence[Example], *, pad_id: int, torch: Any) -> tuple[Any, Any, Any]:
@@ -158,22 +147,6 @@ def cosine_with_warmup(optimizer: Any, *, warmup: int, total: int) -> Any:
     from transformers import get_cosine_schedule_with_warmup
 
     return get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=total)
-
-
-def _check_resumable(config: SFTConfig, out: Path) -> None:
-    """Write ``config.json`` in a new run folder; in an existing one, refuse a different config."""
-    path = out / "config.json"
-    if path.exists():
-        saved = SFTConfig.model_validate_json(path.read_text(encoding="utf-8"))
-        if saved != config:
-            changed = sorted(k for k in SFTConfig.model_fields if getattr(saved, k) != getattr(config, k))
-            raise ConfigError(
-                f"{out} holds a run with other settings ({', '.join(changed)}); resume it with the same settings "
-                "or choose a new --out folder"
-            )
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, config.model_dump_json(indent=2))
 
 
 def _finish(

@@ -1,0 +1,275 @@
+"""RL over the agent and its sandbox: GRPO, DAPO, and DataMind's ``gamma * L_SFT + (1 - gamma) * L_DAPO``.
+
+Each step draws tasks with verified answers (seeded by the step), lets the agent solve each one
+``group_size`` times with the current policy (``_rollouts``), rewards every run (DataMind's Eq. 8, plus
+Datarus's tag reward on a cosine curriculum when asked) and takes ``mini_batches`` optimizer steps over
+the groups, the first on-policy and the next ones clipped against the log-probabilities the runs had
+before the step. Environment tokens carry no loss (the training example's mask), runs with a void turn
+none at all. DAPO keeps only groups that are neither all right nor all wrong and rolls out further tasks
+to fill the step; with ``dapo+sft`` the dropped groups still teach through their task's expert trajectory.
+
+Losses are accumulated one sequence at a time, each weighted so that the sum equals the batch formula of
+``_losses`` (DAPO: tokens over all tokens; GRPO: a mean per sequence over sequences; SFT: tokens over all
+SFT tokens): a CPU holds the activations of one trajectory, not of a whole batch. The policy runs with
+dropout off throughout, so the first update's ratio is exactly 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from datalyst.agent import Agent, AgentConfig, get_dialect, training_example
+from datalyst.curate import RunFolder, read_curated
+from datalyst.errors import ConfigError
+from datalyst.llm import ChatModel, ChatTokenizer, SamplingParams
+from datalyst.provenance import write_manifest
+from datalyst.tasks import Task, read_tasks
+from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
+from datalyst.train._data import Example, to_example
+from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._logprobs import token_logprobs
+from datalyst.train._policy import LoraOptions, load_policy, trainable_parameters
+from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
+from datalyst.train._rollouts import Collected, Scored, collect, informative
+from datalyst.train._runtime import Runtime, start_runtime
+from datalyst.train._schedules import sft_weight, structure_weight
+
+Algorithm = Literal["grpo", "dapo", "dapo+sft"]
+RolloutModel = Callable[[Any, int], ChatModel]
+"""Given the policy and the step, the chat model the agent samples with (the policy itself by default)."""
+
+
+class RLConfig(BaseModel):
+    """Everything that decides an RL run (saved as ``config.json``; a resumed run must match it)."""
+
+    tasks: list[str]
+    model: str = "embedded:small"
+    adapter: str | None = None
+    """A peft adapter to start from (the SFT run's); without one, fresh LoRA layers."""
+    expert: str | None = None
+    """A curation run whose kept trajectories are the expert trajectories of the SFT term (``dapo+sft``)."""
+    exclude: list[str] = []
+    """Files of trajectory or task ids (one per line) whose tasks are held out, e.g. an SFT run's ``examples.txt``."""
+    algo: Algorithm = "dapo+sft"
+    dialect: str = "jupiter"
+    steps: int = 8
+    prompts: int = 4
+    """Groups per step (DataMind: 16)."""
+    group_size: int = 4
+    oversample: int = 2
+    """With DAPO, at most ``prompts * oversample`` tasks are rolled out to find ``prompts`` informative groups."""
+    mini_batches: int = 2
+    lr: float = 1e-5
+    """DataMind uses 1e-6 for all weights of 7B-14B models; LoRA on a small model moves slower per step."""
+    epsilon: float = 0.2
+    epsilon_high: float = 0.28
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_turns: int = 6
+    max_tokens: int = 768
+    l_min: int = L_MIN
+    l_max: int = L_MAX
+    structure: bool = False
+    """Add Datarus's tag reward (datarus dialect), weighted from 1 down to 0.1 over the run."""
+    concurrency: int = 4
+    seed: int = 0
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    max_grad_norm: float = 1.0
+
+
+class RLResult(BaseModel):
+    out: Path
+    adapter: Path
+    steps: int
+    mean_reward: float
+    seconds: float
+
+
+def train_rl(
+    config: RLConfig, out: str | Path, *, rollout_model: RolloutModel | None = None, progress: bool = True
+) -> RLResult:
+    """Run (or resume) RL as ``config`` says, writing into ``out`` (``config.json``, ``log.jsonl``, checkpoints,
+    then ``adapter/``, ``reward.png`` and ``train.manifest.json``)."""
+    out = Path(out)
+    if config.structure and config.dialect != "datarus":
+        raise ConfigError("the tag reward (--structure) scores the datarus dialect's tags; use --dialect datarus")
+    get_dialect(config.dialect)
+    start_run(out, config)
+    runtime = start_runtime(config.precision, seed=config.seed)
+    policy = load_policy(config.model, lora=LoraOptions(dropout=0.0), adapter=config.adapter, device=runtime.device)
+    tasks = rl_tasks(config)
+    experts = expert_examples(config.expert, policy.chat_tokenizer) if config.algo == "dapo+sft" else {}
+    parameters = trainable_parameters(policy.model)
+    optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=0.0)
+    scheduler = runtime.torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)  # constant, as DataMind
+    model, optimizer = runtime.prepare(policy.model, optimizer)
+    model.eval()  # no dropout: old and new log-probabilities agree until the weights move
+    start = 0
+    if checkpoint := latest_checkpoint(out):
+        start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
+        trim_log(out / "log.jsonl", start)
+    sampler = rollout_model or (lambda loaded, _step: loaded)
+    with runtime.progress(config.steps, start, enabled=progress) as advance:
+        for step in range(start, config.steps):
+            began = time.perf_counter()
+            drawn = random.Random(f"{config.seed}:{step}").sample(
+                tasks, min(len(tasks), config.prompts * config.oversample)
+            )
+            agent = Agent(sampler(policy, step), _agent_config(config, step))
+            collected = asyncio.run(
+                collect(drawn, agent, group_size=config.group_size, wanted=config.prompts,
+                        dynamic=config.algo != "grpo", concurrency=config.concurrency)
+            )  # fmt: skip
+            rewards = [[reward(run, config, step) for run in group] for group in collected.groups]
+            gamma = sft_weight(step, config.steps) if config.algo == "dapo+sft" else 0.0
+            figures = rl_update(model, collected, rewards, experts, policy.chat_tokenizer, runtime, optimizer,
+                                config=config, gamma=gamma)  # fmt: skip
+            figures |= _rollout_figures(collected, rewards)
+            entry = StepLog(step=step + 1, loss=figures.pop("loss"), lr=config.lr, tokens=int(figures.pop("tokens")),
+                            seconds=time.perf_counter() - began, figures=figures)  # fmt: skip
+            if runtime.is_main:
+                with (out / "log.jsonl").open("a", encoding="utf-8") as log:
+                    log.write(entry.model_dump_json() + "\n")
+            save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
+            advance(reward=figures["reward/mean"], right=figures["correct/mean"])
+    log = read_log(out / "log.jsonl")
+    adapter = out / "adapter"
+    if runtime.is_main:
+        runtime.unwrap(policy.model).save_pretrained(adapter)
+        plot_curve(
+            log, out / "reward.png", key="reward/mean", title=f"{config.algo} from {config.adapter or config.model}"
+        )
+    result = RLResult(out=out, adapter=adapter, steps=len(log), seconds=sum(e.seconds for e in log),
+                      mean_reward=sum(e.figures["reward/mean"] for e in log) / len(log))  # fmt: skip
+    if runtime.is_main:
+        write_manifest(out / "train", config=config.model_dump(), result=json.loads(result.model_dump_json()))
+    return result
+
+
+def reward(run: Scored, config: RLConfig, step: int) -> float:
+    """Eq. 8 of the run; with ``structure``, blended with the tag reward of the agent's turns by the curriculum."""
+    semantic = datamind_reward(correct=run.correct, well_formed=run.well_formed, length=run.length,
+                               l_min=config.l_min, l_max=config.l_max)  # fmt: skip
+    if not config.structure:
+        return semantic
+    structural = tag_reward("".join(turn.text for turn in run.trajectory.turns))
+    return curriculum_reward(structural, semantic, structure_weight(step, config.steps))
+
+
+def rl_update(
+    model: Any,
+    collected: Collected,
+    rewards: Sequence[Sequence[float]],
+    experts: dict[str, Example],
+    tokenizer: ChatTokenizer,
+    runtime: Runtime,
+    optimizer: Any,
+    *,
+    config: RLConfig,
+    gamma: float,
+) -> dict[str, float]:
+    """The step's optimizer updates over ``collected``; the figures to log (loss, clip ratios, tokens)."""
+    from datalyst.train._losses import group_advantages, policy_loss, sft_loss
+
+    torch = runtime.torch
+    algo = "grpo" if config.algo == "grpo" else "dapo"
+    sequences: list[list[tuple[Example, float]]] = []  # per group: the runs that carry a policy loss
+    for group, group_rewards in zip(collected.groups, rewards, strict=True):
+        advantages = group_advantages(torch.tensor(group_rewards, dtype=torch.float32), len(group)).tolist()
+        trains = config.algo == "grpo" or informative(group)
+        sequences.append([
+            (to_example(training_example(run.trajectory, tokenizer)), advantage)
+            for run, advantage in zip(group, advantages, strict=True)
+            if trains and not run.void
+        ])  # fmt: skip
+    with torch.no_grad(), runtime.autocast():
+        old = {id(example): _logprobs(model, example, runtime) for group in sequences for example, _ in group}
+    figures: dict[str, list[float]] = {"loss": [], "clip_ratio/low": [], "clip_ratio/high": [], "tokens": []}
+    for part in range(config.mini_batches):
+        indices = range(part, len(sequences), config.mini_batches)
+        policy_runs = [pair for i in indices for pair in sequences[i]]
+        sft_runs = [experts[task] for i in indices if (task := collected.groups[i][0].trajectory.task.id) in experts]
+        sft_runs = sft_runs if gamma > 0 else []
+        policy_tokens = sum(len(old[id(example)]) for example, _ in policy_runs)
+        sft_tokens = sum(example.trained_tokens for example in sft_runs)
+        if not policy_tokens and not sft_tokens:
+            continue
+        loss_value = 0.0
+        for example, advantage in policy_runs:
+            with runtime.autocast():
+                logprobs = _logprobs(model, example, runtime)[None]
+            old_logprobs, mask = old[id(example)][None], torch.ones_like(logprobs)
+            loss, stats = policy_loss(logprobs, old_logprobs, torch.tensor([advantage]), mask, algo=algo,
+                                      epsilon=config.epsilon, epsilon_high=config.epsilon_high)  # fmt: skip
+            weight = logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs)
+            runtime.backward((1 - gamma) * weight * loss)
+            loss_value += (1 - gamma) * weight * loss.item()
+            for name, value in stats.items():
+                figures[name].append(value)
+        for example in sft_runs:
+            with runtime.autocast():
+                logprobs = _logprobs(model, example, runtime)[None]
+            loss = sft_loss(logprobs, torch.ones_like(logprobs)) * logprobs.shape[1] / sft_tokens
+            runtime.backward(gamma * loss)
+            loss_value += gamma * loss.item()
+        runtime.clip_and_step(model, optimizer, config.max_grad_norm)
+        figures["loss"].append(loss_value)
+        figures["tokens"].append(
+            sum(len(e.input_ids) for e, _ in policy_runs) + sum(len(e.input_ids) for e in sft_runs)
+        )
+    summary = {name: sum(values) / len(values) if values else 0.0 for name, values in figures.items()}
+    return summary | {"tokens": sum(figures["tokens"]), "gamma": gamma}
+
+
+def rl_tasks(config: RLConfig) -> list[Task]:
+    """The tasks of ``config.tasks`` that have a verified answer and are not held out by ``config.exclude``."""
+    held_out = {line.split("#")[0] for path in config.exclude for line in Path(path).read_text().split()}
+    tasks = [task for path in config.tasks for task in read_tasks(path)]
+    usable = [task for task in tasks if (task.answer is not None or task.answer_sql) and task.id not in held_out]
+    if not usable:
+        raise ConfigError(f"none of the {len(tasks)} tasks has a verified answer outside the excluded ones")
+    return usable
+
+
+def expert_examples(run: str | None, tokenizer: ChatTokenizer) -> dict[str, Example]:
+    """The first kept trajectory of each task in curation run ``run``, as a training example, by task id."""
+    if run is None:
+        raise ConfigError("dapo+sft needs expert trajectories for its SFT term; give a curation run with --expert")
+    examples: dict[str, Example] = {}
+    for record in read_curated(RunFolder(Path(run))):
+        if record.trajectory.task.id not in examples:
+            examples[record.trajectory.task.id] = to_example(training_example(record.trajectory, tokenizer))
+    return examples
+
+
+def _logprobs(model: Any, example: Example, runtime: Runtime) -> Any:
+    torch = runtime.torch
+    ids = torch.tensor([example.input_ids], device=runtime.device)
+    labels = torch.tensor([example.labels], device=runtime.device)
+    return token_logprobs(model, ids, torch.ones_like(ids), labels)
+
+
+def _agent_config(config: RLConfig, step: int) -> AgentConfig:
+    sampling = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+                              seed=config.seed * 1_000_003 + step)  # fmt: skip
+    return AgentConfig(dialect=config.dialect, sampling=sampling, max_turns=config.max_turns)
+
+
+def _rollout_figures(collected: Collected, rewards: Sequence[Sequence[float]]) -> dict[str, float]:
+    runs = [run for group in collected.groups for run in group]
+    flat = [value for group in rewards for value in group]
+    return {
+        "reward/mean": sum(flat) / len(flat),
+        "correct/mean": sum(run.correct for run in runs) / len(runs),
+        "void/share": sum(run.void for run in runs) / len(runs),
+        "groups/dropped": collected.dropped / len(collected.groups),
+        "tasks/drawn": float(collected.tasks_drawn),
+    }
