@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from train_helpers import write_examples
 
 from datalyst.llm import ReplayModel
 from datalyst.tasks import Task
@@ -86,3 +87,44 @@ def test_a_resumed_run_matches_an_uninterrupted_one(tiny_model, examples_dir, tm
     b = load_file(tmp_path / "resumed" / "adapter" / "adapter_model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((tmp_path / "resumed" / "config.json").read_text())["algo"] == "dapo"
+
+
+@pytest.mark.parametrize("algo, gamma", [("dapo", 0.3), ("grpo", 0.0)])
+def test_sequence_by_sequence_gradients_equal_the_batch_formula(tiny_model, tmp_path, algo, gamma) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from datalyst.train._data import read_examples
+    from datalyst.train._losses import mixed_loss, policy_loss
+    from datalyst.train._rl import _logprobs, accumulate
+    from datalyst.train._runtime import start_runtime
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    runtime = start_runtime("fp32", seed=0)
+    examples = read_examples(write_examples(tmp_path / "e.jsonl", 6), max_length=100).examples
+    runs, sft = examples[:4], examples[4:] if gamma else []
+    advantages = [1.0, -1.0, 0.5, -0.5]
+    with torch.no_grad():  # old log-probabilities off by +-0.3, so both clip bounds bind on some tokens
+        olds = [_logprobs(model, e, runtime) + (0.3 if i % 2 else -0.3) for i, e in enumerate(runs)]
+    accumulate(model, list(zip(runs, advantages, olds, strict=True)), sft, runtime, algo=algo, gamma=gamma,
+               epsilon=0.2, epsilon_high=0.28)  # fmt: skip
+    ours = {name: p.grad.clone() for name, p in model.named_parameters()}
+    model.zero_grad()
+
+    def padded(rows):
+        width = max(len(row) for row in rows)
+        values = torch.stack([torch.nn.functional.pad(row, (0, width - len(row)), value=-1e4) for row in rows])
+        mask = torch.stack([torch.arange(width) < len(row) for row in rows])
+        return values, mask
+
+    logprobs, mask = padded([_logprobs(model, e, runtime) for e in runs])
+    old, _ = padded(olds)
+    if algo == "dapo":
+        sft_logprobs, sft_mask = padded([_logprobs(model, e, runtime) for e in sft])
+        loss, stats = mixed_loss(logprobs, old, torch.tensor(advantages), mask, informative=torch.tensor([True, True]),
+                                 sft_logprobs=sft_logprobs, sft_mask=sft_mask, gamma=gamma)  # fmt: skip
+    else:
+        loss, stats = policy_loss(logprobs, old, torch.tensor(advantages), mask, algo="grpo")
+    assert stats["clip_ratio/low"] > 0 and stats["clip_ratio/high"] > 0
+    loss.backward()
+    for name, parameter in model.named_parameters():
+        assert torch.allclose(ours[name], parameter.grad, atol=1e-6, rtol=1e-4), name

@@ -4,11 +4,11 @@ resumed run ends with the very weights of an uninterrupted one."""
 from __future__ import annotations
 
 import json
-import random
 import shutil
 from pathlib import Path
 
 import pytest
+from train_helpers import write_examples
 
 from datalyst.agent import TrainingExample
 from datalyst.errors import ConfigError, DataFileError
@@ -19,19 +19,6 @@ from datalyst.train._logprobs import token_logprobs
 from datalyst.train._sft import collate
 
 torch = pytest.importorskip("torch")
-
-
-def write_examples(path: Path, count: int = 6, *, vocab: int = 250, seed: int = 0) -> Path:
-    """``count`` examples of 20-40 tokens: a prompt the loss skips, then an answer it trains on."""
-    rng = random.Random(seed)
-    lines = []
-    for index in range(count):
-        prompt, answer = rng.randint(10, 25), rng.randint(5, 15)
-        ids = [rng.randrange(3, vocab) for _ in range(prompt + answer)]
-        mask = [0] * prompt + [1] * answer
-        lines.append(TrainingExample(trajectory_id=f"t{index}", input_ids=ids, loss_mask=mask).model_dump_json())
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def config(tiny_model: Path, data: Path, **changes) -> SFTConfig:
@@ -97,6 +84,23 @@ def test_loss_on_kept_logits_equals_the_full_cross_entropy(tiny_model: Path, tmp
     )
 
 
+def test_micro_batching_does_not_change_the_update(tiny_model: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    data = write_examples(tmp_path / "e.jsonl", 4)
+    lora = LoraOptions(r=4, alpha=8, dropout=0.0)
+    for name, budget in (("one-by-one", 1), ("together", 4096)):  # 4 forward passes, or 1 padded batch of 4
+        settings = config(tiny_model, data, lora=lora, max_batch_tokens=budget, warmup_ratio=0.0)
+        train_sft(settings, tmp_path / name, progress=False)
+    a = load_file(tmp_path / "one-by-one" / "adapter" / "adapter_model.safetensors")
+    b = load_file(tmp_path / "together" / "adapter" / "adapter_model.safetensors")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert any(k.endswith("lora_B.weight") and a[k].abs().sum() > 0 for k in a)  # the step did move the weights
+    assert read_log(tmp_path / "one-by-one" / "log.jsonl")[0].loss == pytest.approx(
+        read_log(tmp_path / "together" / "log.jsonl")[0].loss, rel=1e-5
+    )
+
+
 def test_training_lowers_the_loss_and_writes_the_run_folder(tiny_model: Path, tmp_path: Path) -> None:
     data = write_examples(tmp_path / "e.jsonl", 4)
     result = train_sft(config(tiny_model, data, epochs=8, warmup_ratio=0.0), tmp_path / "run", progress=False)
@@ -106,6 +110,7 @@ def test_training_lowers_the_loss_and_writes_the_run_folder(tiny_model: Path, tm
     assert (result.weights / "adapter_config.json").is_file() and (tmp_path / "run" / "loss.png").is_file()
     manifest = json.loads((tmp_path / "run" / "train.manifest.json").read_text())
     assert manifest["result"]["examples"] == 4 and manifest["config"]["lora"]["r"] == 4
+    assert sorted((tmp_path / "run" / "examples.txt").read_text().split()) == ["t0", "t1", "t2", "t3"]
     assert len(list((tmp_path / "run" / "checkpoints").iterdir())) == 2  # only the newest two are kept
 
 

@@ -10,9 +10,11 @@ from rich.console import Console
 
 from datalyst.cli._app import app
 from datalyst.cli._synth import parse_options
-from datalyst.train import LoraOptions, SFTConfig, train_sft
+from datalyst.train import LoraOptions, RLConfig, SFTConfig, train_rl, train_sft
 
-train_app = typer.Typer(help="Fine-tune models on curated trajectories (SFT).", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train agents: SFT on curated trajectories, RL over the agent and sandbox.", no_args_is_help=True
+)
 app.add_typer(train_app, name="train")
 console = Console(stderr=True, highlight=False)
 
@@ -49,3 +51,41 @@ def sft_command(
         f"{result.steps} steps over {result.examples} examples, {result.tokens:,} tokens at {rate:.1f} tokens/s; "
         f"final loss {result.final_loss:.4f}; weights in {result.weights}"
     )
+
+
+@train_app.command("rl")
+def rl_command(
+    tasks: Annotated[list[Path], typer.Argument(help="Task files (JSONL); tasks with a verified answer are used.")],
+    out: Annotated[Path, typer.Option(help="Run folder; running again resumes from the last checkpoint.")],
+    model: Annotated[str, typer.Option(help="Base model spec (embedded:, gguf: or hf:).")] = "embedded:small",
+    adapter: Annotated[Path | None, typer.Option(help="peft adapter to start from (an SFT run's adapter/).")] = None,
+    algo: Annotated[str, typer.Option(help="grpo, dapo or dapo+sft (DataMind's mix).")] = "dapo+sft",
+    expert: Annotated[Path | None, typer.Option(help="Curation run whose kept trajectories feed the SFT term.")] = None,
+    exclude: Annotated[
+        list[Path] | None, typer.Option(help="Files of ids whose tasks are held out (repeatable).")
+    ] = None,
+    dialect: Annotated[str, typer.Option()] = "jupiter",
+    steps: Annotated[int, typer.Option()] = 8,
+    prompts: Annotated[int, typer.Option(help="Task groups per step.")] = 4,
+    group_size: Annotated[int, typer.Option(help="Runs per task (G).")] = 4,
+    oversample: Annotated[int, typer.Option(help="DAPO draws up to prompts x this many tasks to fill a step.")] = 2,
+    mini_batches: Annotated[int, typer.Option(help="Optimizer steps per RL step.")] = 2,
+    lr: Annotated[float, typer.Option()] = 1e-5,
+    temperature: Annotated[float, typer.Option()] = 0.7,
+    max_turns: Annotated[int, typer.Option()] = 6,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = 768,
+    structure: Annotated[bool, typer.Option(help="Add Datarus's tag reward on a cosine curriculum.")] = False,
+    concurrency: Annotated[int, typer.Option(help="Runs at once.")] = 4,
+    seed: Annotated[int, typer.Option()] = 0,
+    precision: Annotated[str, typer.Option(help="auto, bf16 or fp32.")] = "auto",
+) -> None:
+    """Reinforcement learning over the agent's own runs in the sandbox, rewarded by each task's judge."""
+    config = parse_options(
+        RLConfig, tasks=[str(path.resolve()) for path in tasks], model=model, adapter=str(adapter) if adapter else None,
+        algo=algo, expert=str(expert) if expert else None, exclude=[str(path) for path in exclude or []],
+        dialect=dialect, steps=steps, prompts=prompts, group_size=group_size, oversample=oversample,
+        mini_batches=mini_batches, lr=lr, temperature=temperature, max_turns=max_turns, max_tokens=max_tokens,
+        structure=structure, concurrency=concurrency, seed=seed, precision=precision,
+    )  # fmt: skip
+    result = train_rl(config, out)
+    console.print(f"{result.steps} steps, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")

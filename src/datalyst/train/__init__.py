@@ -2,6 +2,18 @@
 
 from datalyst.train._data import Example, read_examples
 from datalyst.train._policy import LoraOptions, load_policy
+from datalyst.train._rl import RLConfig, RLResult, train_rl
 from datalyst.train._sft import SFTConfig, SFTResult, train_sft
 
-__all__ = ["Example", "LoraOptions", "SFTConfig", "SFTResult", "load_policy", "read_examples", "train_sft"]
+__all__ = [
+    "Example",
+    "LoraOptions",
+    "RLConfig",
+    "RLResult",
+    "SFTConfig",
+    "SFTResult",
+    "load_policy",
+    "read_examples",
+    "train_rl",
+    "train_sft",
+]

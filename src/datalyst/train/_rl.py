@@ -177,10 +177,10 @@ def rl_update(
     gamma: float,
 ) -> dict[str, float]:
     """The step's optimizer updates over ``collected``; the figures to log (loss, clip ratios, tokens)."""
-    from datalyst.train._losses import group_advantages, policy_loss, sft_loss
+    from datalyst.train._losses import group_advantages
 
     torch = runtime.torch
-    algo = "grpo" if config.algo == "grpo" else "dapo"
+    algo: Literal["grpo", "dapo"] = "grpo" if config.algo == "grpo" else "dapo"
     sequences: list[list[tuple[Example, float]]] = []  # per group: the runs that carry a policy loss
     for group, group_rewards in zip(collected.groups, rewards, strict=True):
         advantages = group_advantages(torch.tensor(group_rewards, dtype=torch.float32), len(group)).tolist()
@@ -195,38 +195,66 @@ def rl_update(
     figures: dict[str, list[float]] = {"loss": [], "clip_ratio/low": [], "clip_ratio/high": [], "tokens": []}
     for part in range(config.mini_batches):
         indices = range(part, len(sequences), config.mini_batches)
-        policy_runs = [pair for i in indices for pair in sequences[i]]
-        sft_runs = [experts[task] for i in indices if (task := collected.groups[i][0].trajectory.task.id) in experts]
-        sft_runs = sft_runs if gamma > 0 else []
-        policy_tokens = sum(len(old[id(example)]) for example, _ in policy_runs)
-        sft_tokens = sum(example.trained_tokens for example in sft_runs)
-        if not policy_tokens and not sft_tokens:
+        policy_runs = [(example, advantage, old[id(example)]) for i in indices for example, advantage in sequences[i]]
+        tasks = [collected.groups[i][0].trajectory.task.id for i in indices]
+        sft_runs = [experts[task] for task in tasks if task in experts] if gamma > 0 else []
+        if not policy_runs and not sft_runs:
             continue
-        loss_value = 0.0
-        for example, advantage in policy_runs:
-            with runtime.autocast():
-                logprobs = _logprobs(model, example, runtime)[None]
-            old_logprobs, mask = old[id(example)][None], torch.ones_like(logprobs)
-            loss, stats = policy_loss(logprobs, old_logprobs, torch.tensor([advantage]), mask, algo=algo,
-                                      epsilon=config.epsilon, epsilon_high=config.epsilon_high)  # fmt: skip
-            weight = logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs)
-            runtime.backward((1 - gamma) * weight * loss)
-            loss_value += (1 - gamma) * weight * loss.item()
-            for name, value in stats.items():
-                figures[name].append(value)
-        for example in sft_runs:
-            with runtime.autocast():
-                logprobs = _logprobs(model, example, runtime)[None]
-            loss = sft_loss(logprobs, torch.ones_like(logprobs)) * logprobs.shape[1] / sft_tokens
-            runtime.backward(gamma * loss)
-            loss_value += gamma * loss.item()
+        loss, stats = accumulate(model, policy_runs, sft_runs, runtime, algo=algo, gamma=gamma,
+                                 epsilon=config.epsilon, epsilon_high=config.epsilon_high)  # fmt: skip
         runtime.clip_and_step(model, optimizer, config.max_grad_norm)
-        figures["loss"].append(loss_value)
+        figures["loss"].append(loss)
+        figures["clip_ratio/low"] += stats["clip_ratio/low"]
+        figures["clip_ratio/high"] += stats["clip_ratio/high"]
         figures["tokens"].append(
-            sum(len(e.input_ids) for e, _ in policy_runs) + sum(len(e.input_ids) for e in sft_runs)
+            sum(len(run[0].input_ids) for run in policy_runs) + sum(len(e.input_ids) for e in sft_runs)
         )
     summary = {name: sum(values) / len(values) if values else 0.0 for name, values in figures.items()}
     return summary | {"tokens": sum(figures["tokens"]), "gamma": gamma}
+
+
+def accumulate(
+    model: Any,
+    policy_runs: Sequence[tuple[Example, float, Any]],
+    sft_runs: Sequence[Example],
+    runtime: Runtime,
+    *,
+    algo: Literal["grpo", "dapo"],
+    gamma: float,
+    epsilon: float,
+    epsilon_high: float,
+) -> tuple[float, dict[str, list[float]]]:
+    """Backpropagate ``gamma * L_SFT + (1 - gamma) * L_policy`` over one mini-batch, one sequence at a time.
+
+    ``policy_runs`` are (example, advantage, old log-probabilities of its trained tokens); ``sft_runs`` the
+    expert examples. Each sequence's loss is weighted so the gradients sum to those of the batch formulas in
+    ``_losses`` (``mixed_loss`` for dapo with an SFT term). Returns the loss value and each run's clip ratios.
+    """
+    from datalyst.train._losses import policy_loss, sft_loss
+
+    torch = runtime.torch
+    policy_tokens = sum(len(old) for _, _, old in policy_runs)
+    sft_tokens = sum(example.trained_tokens for example in sft_runs)
+    total = 0.0
+    stats: dict[str, list[float]] = {"clip_ratio/low": [], "clip_ratio/high": []}
+    for example, advantage, old in policy_runs:
+        with runtime.autocast():
+            logprobs = _logprobs(model, example, runtime)[None]
+        loss, clipped = policy_loss(logprobs, old[None], torch.tensor([advantage]), torch.ones_like(logprobs),
+                                    algo=algo, epsilon=epsilon, epsilon_high=epsilon_high)  # fmt: skip
+        weight = (1 - gamma) * (logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs))
+        runtime.backward(weight * loss)
+        total += weight * loss.item()
+        for name, value in clipped.items():
+            stats[name].append(value)
+    for example in sft_runs:
+        with runtime.autocast():
+            logprobs = _logprobs(model, example, runtime)[None]
+        weight = gamma * logprobs.shape[1] / sft_tokens
+        loss = sft_loss(logprobs, torch.ones_like(logprobs))
+        runtime.backward(weight * loss)
+        total += weight * loss.item()
+    return total, stats
 
 
 def rl_tasks(config: RLConfig) -> list[Task]:

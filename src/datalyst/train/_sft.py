@@ -8,9 +8,10 @@ predicted: the vocabulary projection and its float32 softmax are a large share o
 work, and the trajectory's prompt and observations need none. On a CPU with native bfloat16 the
 forward and backward passes run under bfloat16 autocast (the weights stay float32).
 
-A run folder holds ``config.json``, ``log.jsonl`` (one line per step), ``checkpoints/step-NNNNNN``
-(trainable weights, optimizer, scheduler and random states: a resumed run continues exactly) and, at
-the end, ``adapter/`` (peft) or ``model/`` (full fine-tuning), ``loss.png`` and ``train.json``.
+A run folder holds ``config.json``, ``examples.txt`` (the ids trained on, which RL can hold out),
+``log.jsonl`` (one line per step), ``checkpoints/step-NNNNNN`` (trainable weights, optimizer, scheduler
+and random states: a resumed run continues exactly) and, at the end, ``adapter/`` (peft) or ``model/``
+(full fine-tuning), ``loss.png`` and ``train.manifest.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from datalyst.files import write_atomic
 from datalyst.provenance import write_manifest
 from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
 from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
@@ -79,6 +81,8 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
         vocab_size=policy.model.get_input_embeddings().num_embeddings,
     )  # fmt: skip
     examples = selection.examples
+    if runtime.is_main:
+        write_atomic(out / "examples.txt", "".join(f"{example.id}\n" for example in examples))
     total = steps_per_epoch(len(examples), config.batch_size) * config.epochs
     parameters = trainable_parameters(policy.model)
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
