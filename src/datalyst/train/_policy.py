@@ -37,11 +37,11 @@ def hf_spec(spec: str) -> str:
     raise ConfigError(f"model spec '{spec}' names no local weights to train; give an embedded:, gguf: or hf: spec")
 
 
-def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = None, device: str = "cpu") -> Any:
+def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = None) -> Any:
     """``spec`` loaded in float32 for training (a ``TransformersModel``): with the trained peft ``adapter`` it
     continues (trainable), else it gets fresh LoRA layers, or none when ``lora`` is None (full fine-tuning).
-    Its ``model`` is left in train mode."""
-    loaded = load_model(hf_spec(spec), dtype="float32", device=device)
+    It loads on the CPU (``Runtime.prepare`` moves it to this process's device) and is left in train mode."""
+    loaded = load_model(hf_spec(spec), dtype="float32", device="cpu")
     if adapter is not None:
         loaded.model = _import_peft().PeftModel.from_pretrained(loaded.model, adapter, is_trainable=True)
     elif lora is not None:

@@ -104,13 +104,14 @@ def train_rl(
     get_dialect(config.dialect)
     start_run(out, config)
     runtime = start_runtime(config.precision, seed=config.seed)
-    policy = load_policy(config.model, lora=LoraOptions(dropout=0.0), adapter=config.adapter, device=runtime.device)
+    policy = load_policy(config.model, lora=LoraOptions(dropout=0.0), adapter=config.adapter)
     tasks = rl_tasks(config)
     experts = expert_examples(config.expert, policy.chat_tokenizer) if config.algo == "dapo+sft" else {}
     parameters = trainable_parameters(policy.model)
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=0.0)
     scheduler = runtime.torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)  # constant, as DataMind
     model, optimizer = runtime.prepare(policy.model, optimizer)
+    policy.device = runtime.device  # where prepare put the weights: generation must feed them there
     model.eval()  # no dropout: old and new log-probabilities agree until the weights move
     start = 0
     if checkpoint := latest_checkpoint(out):
@@ -280,8 +281,8 @@ def expert_examples(run: str | None, tokenizer: ChatTokenizer) -> dict[str, Exam
 
 def _logprobs(model: Any, example: Example, runtime: Runtime) -> Any:
     torch = runtime.torch
-    ids = torch.tensor([example.input_ids], device=runtime.device)
-    labels = torch.tensor([example.labels], device=runtime.device)
+    ids = torch.tensor([example.input_ids])
+    labels = torch.tensor([example.labels])
     return token_logprobs(model, ids, torch.ones_like(ids), labels)
 
 

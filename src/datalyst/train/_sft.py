@@ -75,7 +75,7 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
     out = Path(out)
     start_run(out, config)
     runtime = start_runtime(config.precision, seed=config.seed)
-    policy = load_policy(config.model, lora=config.lora, device=runtime.device)
+    policy = load_policy(config.model, lora=config.lora)
     selection = read_examples(
         config.data, max_length=config.max_length, limit=config.limit, seed=config.seed,
         vocab_size=policy.model.get_input_embeddings().num_embeddings,
