@@ -2,8 +2,8 @@
 
     python benchmarks/inference_bench.py [--models small,tiny] [--threads N] [--json out.json]
 
-Set-up (once, cached under ``$DATALYST_CACHE/bench``): the source distribution of the installed
-llama-cpp-python is downloaded with pip, and the llama.cpp it carries is built with CMake for this
+Set-up (once, cached under ``$DATALYST_CACHE/bench``): the llama.cpp carried by the source distribution of
+the installed llama-cpp-python (``datalyst.llm.llama_cpp_source``) is built with CMake for this
 machine (``GGML_NATIVE=ON``) into ``llama-bench`` and ``llama-batched-bench``: llama.cpp at its best on
 these cores. ``--llama-tools DIR`` uses tools built elsewhere.
 
@@ -30,15 +30,13 @@ import json
 import statistics
 import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from datalyst.agent import Agent, AgentConfig
-from datalyst.llm import ChatMessage, Completion, ReplayModel, SamplingParams
+from datalyst.llm import ChatMessage, Completion, ReplayModel, SamplingParams, llama_cpp_source
 from datalyst.llm._cores import available_cores
 from datalyst.llm._embedded import model_path
 from datalyst.llm._llamacpp import LlamaCppModel
@@ -59,26 +57,16 @@ the length of a DABench trajectory's later turns."""
 
 def build_tools(where: Path) -> Path:
     """Build llama-bench and llama-batched-bench from the installed binding's source; their folder."""
-    release = version("llama-cpp-python")
-    bin_dir = where / f"llama.cpp-{release}-native" / "build" / "bin"
+    build_dir = where / f"llama.cpp-{version('llama-cpp-python')}-native"
+    bin_dir = build_dir / "bin"
     if (bin_dir / "llama-bench").exists() and (bin_dir / "llama-batched-bench").exists():
         return bin_dir
-    where.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=where) as download:
-        print(f"set-up: downloading the llama-cpp-python {release} source ...", flush=True)
-        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", download]
-        subprocess.run([*pip, f"llama-cpp-python=={release}"], check=True, capture_output=True)
-        (archive,) = Path(download).glob("*.tar.gz")
-        with tarfile.open(archive) as tar:
-            tar.extractall(download, filter="data")
-        source = next(Path(download).glob("*/vendor/llama.cpp"))
-        target = where / f"llama.cpp-{release}-native"
-        source.rename(target)
-    print("set-up: building llama-bench and llama-batched-bench (a few minutes) ...", flush=True)
+    print("set-up: fetching the llama-cpp-python source and building llama-bench, llama-batched-bench ...", flush=True)
+    source = llama_cpp_source()
     options = ["-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"]
-    subprocess.run(["cmake", "-S", str(target), "-B", str(target / "build"), *options], check=True, capture_output=True)
+    subprocess.run(["cmake", "-S", str(source), "-B", str(build_dir), *options], check=True, capture_output=True)
     jobs = str(available_cores())
-    build = ["cmake", "--build", str(target / "build"), "-j", jobs, "--target", "llama-bench", "llama-batched-bench"]
+    build = ["cmake", "--build", str(build_dir), "-j", jobs, "--target", "llama-bench", "llama-batched-bench"]
     subprocess.run(build, check=True, capture_output=True)
     return bin_dir
 

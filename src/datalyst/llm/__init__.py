@@ -3,7 +3,10 @@
 ``load_model("embedded:small")``, ``load_model("openai:NAME@URL")``, ``load_model("gguf:PATH")``…
 Backends are imported only when asked for, so importing this package stays cheap. Local models also
 score given continuations (:class:`ScoringModel`), and ``load_tokenizer(spec)`` gives a model's chat
-template and vocabulary (:class:`ChatTokenizer`) for building training ids.
+template and vocabulary (:class:`ChatTokenizer`) for building training ids. ``llama_cpp_source()`` gives
+the llama.cpp source tree of the installed llama-cpp-python (its converters and tools); a LoRA adapter
+runs through llama.cpp as ``embedded:NAME?adapter=PATH``, a peft folder once its conversion is saved
+there as ``ADAPTER_GGUF``.
 """
 
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, Role, SamplingParams, ScoringModel, TokenLogprob
@@ -19,13 +22,15 @@ from datalyst.llm._embedded import (
     models_dir,
 )
 from datalyst.llm._errors import ContextOverflow
-from datalyst.llm._gguf import GGUFTokenizer
+from datalyst.llm._gguf import ADAPTER_GGUF, GGUFTokenizer
 from datalyst.llm._registry import load_model, load_tokenizer
 from datalyst.llm._replay import ReplayModel
+from datalyst.llm._source import llama_cpp_source
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
 from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer
 
 __all__ = [
+    "ADAPTER_GGUF",
     "DEFAULT_EMBEDDED_MODEL",
     "CachedModel",
     "ChatMessage",
@@ -47,6 +52,7 @@ __all__ = [
     "fetch_model",
     "is_cached",
     "list_models",
+    "llama_cpp_source",
     "load_model",
     "load_tokenizer",
     "model_path",
