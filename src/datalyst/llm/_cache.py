@@ -6,12 +6,12 @@ samples at ``temperature > 0`` without a seed asks for fresh randomness, so it a
 Each entry is one JSON file, ``CACHE_DIR/ab/abcdef....json``, named by the sha256 of the model's identity,
 the messages and every sampling field. The identity is the spec without the options that do not change
 what the model answers (:data:`NEUTRAL_OPTIONS`), plus, for a model read from local files (``gguf:``,
-``hf:``, ``embedded:``, ``replay:``), the size and modification time (ns) of each file, so weights replaced
-at the same path give fresh answers. One file per entry, rather than a sqlite database, because a file
-written to a temporary name and moved into place with ``os.replace`` is atomic on every OS: processes
-sharing a cache need no lock, a crash never leaves a half-written entry, and there is no "database is
-locked" under many writers or on network file systems. Two processes that miss the same key at once
-both ask the model and the last write wins; both entries are valid.
+``hf:``, ``embedded:``, ``replay:``), the size and modification time (ns) of each file, and of the files of
+an ``adapter`` option, so weights or an adapter replaced at the same path give fresh answers. One file per
+entry, rather than a sqlite database, because a file written to a temporary name and moved into place with
+``os.replace`` is atomic on every OS: processes sharing a cache need no lock, a crash never leaves a
+half-written entry, and there is no "database is locked" under many writers or on network file systems.
+Two processes that miss the same key at once both ask the model and the last write wins; both entries are valid.
 """
 
 from __future__ import annotations
@@ -144,7 +144,10 @@ def model_identity(spec: str) -> dict[str, Any]:
         return {"spec": spec, "files": []}
     options = {key: value for key, value in parsed.options.items() if key not in NEUTRAL_OPTIONS}
     kept = parsed.model_copy(update={"options": dict(sorted(options.items()))})
-    return {"spec": str(kept), "files": _file_signatures(_local_path(parsed))}
+    identity: dict[str, Any] = {"spec": str(kept), "files": _file_signatures(_local_path(parsed))}
+    if "adapter" in options:  # retrained at the same path, an adapter answers differently
+        identity["adapter_files"] = _file_signatures(Path(str(options["adapter"])).expanduser())
+    return identity
 
 
 def _local_path(spec: ModelSpec) -> Path | None:

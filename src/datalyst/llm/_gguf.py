@@ -6,6 +6,9 @@ llama-cpp-python does not load one; :func:`import_llama_cpp` loads them.
 
 :class:`GGUFTokenizer` loads only the vocabulary (``vocab_only``, well under a second and a few MB) and
 the chat template stored in the file's metadata (``tokenizer.chat_template``).
+
+:func:`find_adapter` locates a LoRA adapter for llama.cpp: a GGUF adapter file, or a peft adapter folder
+holding its conversion as ``ADAPTER_GGUF`` (``datalyst.train.adapter_to_gguf`` writes it there).
 """
 
 from __future__ import annotations
@@ -19,14 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from datalyst.errors import ModelUnavailable
+from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm._base import ChatMessage
 from datalyst.llm._local import GGUF_MAGIC, file_signature
 from datalyst.llm._tokenizer import TemplateRenderer, find_end_of_turn
 
-__all__ = ["INSTALL_FIX", "GGUFTokenizer", "Spelling", "check_gguf", "import_llama_cpp"]
+__all__ = ["ADAPTER_GGUF", "INSTALL_FIX", "GGUFTokenizer", "Spelling", "check_gguf", "find_adapter", "import_llama_cpp"]
 
 INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=ON' pip install 'datalyst[llamacpp]'"
+ADAPTER_GGUF = "adapter_model.gguf"
+"""The GGUF conversion of a peft adapter, kept in the adapter's folder beside ``PEFT_WEIGHTS``."""
+PEFT_WEIGHTS = "adapter_model.safetensors"
+CONVERT_FIX = "convert it with datalyst.train.adapter_to_gguf(FOLDER, base=SPEC_OF_THE_MODEL_TRAINED_ON)"
 _PIECE_BYTES = 64
 """First guess at a token's length in bytes; longer pieces are read again with the size llama.cpp asks for."""
 
@@ -41,6 +48,24 @@ def check_gguf(path: Path) -> None:
             f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF'); "
             "convert the model with llama.cpp's convert_hf_to_gguf.py or download a .gguf"
         )
+
+
+def find_adapter(path: Path) -> Path:
+    """The GGUF adapter file ``path`` names: the file itself, or ``ADAPTER_GGUF`` in a peft adapter folder
+    (ConfigError when it is missing or older than the folder's weights)."""
+    if path.is_dir():
+        converted = path / ADAPTER_GGUF
+        if not converted.is_file():
+            raise ConfigError(f"adapter folder {path} holds no {ADAPTER_GGUF} for llama.cpp; {CONVERT_FIX}")
+        weights = path / PEFT_WEIGHTS
+        if weights.is_file() and weights.stat().st_mtime > converted.stat().st_mtime:
+            raise ConfigError(f"{converted} is older than {weights.name} beside it; {CONVERT_FIX} again")
+        return converted
+    if not path.is_file():
+        raise ConfigError(f"adapter {path} does not exist; give a GGUF LoRA adapter or a converted peft adapter folder")
+    if (magic := file_signature(path)) != GGUF_MAGIC:
+        raise ConfigError(f"adapter {path} is not a GGUF file (it starts with {magic!r}); {CONVERT_FIX}")
+    return path
 
 
 def import_llama_cpp() -> Any:

@@ -11,11 +11,17 @@ decoding. The completion's ids are exactly the sampled ones and its text their d
 ends at the token that completes a stop string, which the text keeps whole. Log-probabilities are
 those of the model's raw distribution at each step; scoring a given continuation reads it in one pass
 and reports the same values.
+
+``adapter`` applies a LoRA adapter (a GGUF adapter file, or a peft adapter folder holding its conversion,
+see :func:`~datalyst.llm._gguf.find_adapter`) to the quantized weights as llama.cpp runs them: the base
+model's file, the trained model's outputs, a little slower for every adapted layer. llama.cpp refuses an
+adapter made for another base (its architecture or a tensor's shape differs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import threading
 from collections.abc import Sequence
@@ -26,7 +32,7 @@ from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams
 from datalyst.llm._batching import BatchEngine, Job
 from datalyst.llm._cores import FreeCores, available_cores
-from datalyst.llm._gguf import GGUFTokenizer, check_gguf, import_llama_cpp
+from datalyst.llm._gguf import GGUFTokenizer, check_gguf, find_adapter, import_llama_cpp
 from datalyst.llm._local import LocalModel, seeds
 from datalyst.llm._spec import ModelKind, ModelSpec
 
@@ -47,6 +53,7 @@ class LlamaCppModel(LocalModel):
     means every core this process may use that other processes do not keep busy, read again as they
     change. ``parallel`` sequences are decoded together: calls from that many trajectories at once share
     each forward pass (more wait for a free sequence); the KV cache holds ``n_ctx_tokens`` for each.
+    ``adapter`` names a LoRA adapter to apply (a GGUF adapter or a converted peft folder).
     Loading happens in the constructor (under a second for small models).
     """
 
@@ -58,6 +65,7 @@ class LlamaCppModel(LocalModel):
         n_threads: int | None = None,
         n_batch_tokens: int = DEFAULT_N_BATCH_TOKENS,
         parallel: int = DEFAULT_PARALLEL,
+        adapter: str | os.PathLike[str] | None = None,
         spec: str | None = None,
     ) -> None:
         super().__init__()
@@ -74,6 +82,8 @@ class LlamaCppModel(LocalModel):
         if parallel < 1:
             raise ConfigError(f"parallel={parallel} must be at least 1; leave it unset ({DEFAULT_PARALLEL})")
         check_gguf(self.path)
+        self.adapter: Path | None = find_adapter(Path(adapter).expanduser()) if adapter is not None else None
+        """The GGUF LoRA adapter applied to the weights, if any."""
         lib = import_llama_cpp()
         self.chat_tokenizer: GGUFTokenizer = GGUFTokenizer(self.path)
         """The GGUF's chat template and vocabulary (loaded apart from the weights, so it outlives ``close``)."""
@@ -84,6 +94,7 @@ class LlamaCppModel(LocalModel):
                 f"llama.cpp cannot load {self.path}; the file may be truncated or use an architecture "
                 "this llama-cpp-python does not know: re-download it or upgrade llama-cpp-python"
             )
+        lora = self._load_adapter() if self.adapter is not None else None
         trained = lib.llama_model_n_ctx_train(self._model)
         self.n_ctx_tokens: int = n_ctx_tokens or min(DEFAULT_N_CTX_TOKENS, trained or DEFAULT_N_CTX_TOKENS)
         """Prompt plus completion tokens that fit in one sequence; more raises :class:`ContextOverflow`."""
@@ -105,6 +116,8 @@ class LlamaCppModel(LocalModel):
                 "(out of memory?); lower n_ctx or parallel"
             )
         self._context = context
+        if lora is not None:
+            self._apply_adapter(lora)
         n_vocab = lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(self._model))
         self.engine = BatchEngine(
             lib,
@@ -117,16 +130,38 @@ class LlamaCppModel(LocalModel):
         )
         """The batching engine; ``engine.stats`` counts what it evaluated, reused and batched."""
 
+    def _load_adapter(self) -> Any:
+        """The loaded adapter (freed with the model), or ConfigError when llama.cpp finds it does not fit."""
+        lora = self._lib.llama_adapter_lora_init(self._model, str(self.adapter).encode())
+        if not lora:
+            self._lib.llama_model_free(self._model)
+            raise ConfigError(
+                f"llama.cpp cannot apply the adapter {self.adapter} to {self.path.name}: it is not a LoRA adapter "
+                "made for this base model (the architecture or a tensor's shape differs); convert the adapter that "
+                "was trained on this model"
+            )
+        return lora
+
+    def _apply_adapter(self, lora: Any) -> None:
+        lib = self._lib
+        adapters, scales = (lib.llama_adapter_lora_p_ctypes * 1)(lora), (ctypes.c_float * 1)(1.0)
+        if lib.llama_set_adapters_lora(self._context, adapters, 1, scales) != 0:
+            lib.llama_free(self._context)
+            lib.llama_model_free(self._model)
+            raise ModelUnavailable(f"llama.cpp could not apply the adapter {self.adapter} to {self.path.name}")
+
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> LlamaCppModel:
-        """Build from ``gguf:PATH``; options: n_ctx, n_threads, n_batch, parallel."""
-        options = spec.check_options({"n_ctx": int, "n_threads": int, "n_batch": int, "parallel": int})
+        """Build from ``gguf:PATH``; options: n_ctx, n_threads, n_batch, parallel, adapter (a path)."""
+        accepted = {"n_ctx": int, "n_threads": int, "n_batch": int, "parallel": int, "adapter": str}
+        options = spec.check_options(accepted)
         return cls(
             spec.target,
             n_ctx_tokens=options.get("n_ctx"),
             n_threads=options.get("n_threads"),
             n_batch_tokens=options.get("n_batch", DEFAULT_N_BATCH_TOKENS),
             parallel=options.get("parallel", DEFAULT_PARALLEL),
+            adapter=options.get("adapter"),
             spec=str(spec),
         )
 

@@ -18,6 +18,9 @@ Log-probabilities are those of the model's raw distribution (from the unprocesse
 temperature and top-p), like the llama.cpp backend's; scoring a given continuation takes them from one
 forward pass.
 
+``adapter`` (a peft LoRA adapter folder) is loaded with peft and merged into the weights, so the model
+runs as fast as its base.
+
 This class is also the policy that training uses: :attr:`TransformersModel.model` is the loaded
 ``PreTrainedModel`` and :attr:`TransformersModel.tokenizer` its tokenizer, both public, so a trainer
 can update the weights in place and the next ``agenerate`` samples from the updated policy.
@@ -50,7 +53,8 @@ class TransformersModel(LocalModel):
     ``target`` is a model folder, a ``.gguf`` file or a repo id already in the local Hugging Face cache.
     ``dtype`` is ``float32`` (the default), ``bfloat16`` or ``float16``; ``device`` is ``cpu``, ``cuda`` or
     ``auto`` (cuda when available, the default). ``n_ctx_tokens`` caps prompt plus ``max_tokens``; None
-    means the model's maximum positions. Loading happens in the constructor.
+    means the model's maximum positions. ``adapter`` is a peft adapter folder merged into the weights.
+    Loading happens in the constructor.
 
     Public attributes for training: ``model`` (the ``PreTrainedModel``, in eval mode) and ``tokenizer``.
     Generation runs under ``torch.inference_mode()`` and a lock, so a trainer that changes the weights
@@ -64,6 +68,7 @@ class TransformersModel(LocalModel):
         dtype: str | None = None,
         device: str | None = None,
         n_ctx_tokens: int | None = None,
+        adapter: str | os.PathLike[str] | None = None,
         spec: str | None = None,
     ) -> None:
         super().__init__()
@@ -78,6 +83,7 @@ class TransformersModel(LocalModel):
                 f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
             )
         torch, transformers = _import_libraries()
+        adapter_folder = _check_adapter(Path(adapter).expanduser()) if adapter is not None else None
         self._torch = torch
         self.device: str = _pick_device(torch, device or "auto")
         """Where the weights live and generation runs (``cpu`` or ``cuda``)."""
@@ -91,6 +97,8 @@ class TransformersModel(LocalModel):
         """The model's tokenizer (a ``PreTrainedTokenizerBase``), with its chat template."""
         self.model: Any = _load_model(transformers, torch, folder, load_options, self.target, dtype, self.device)
         """The loaded ``PreTrainedModel`` (eval mode): the policy a trainer updates in place."""
+        if adapter_folder is not None:
+            self.model = _merge_adapter(self.model, adapter_folder)
         self._eos_ids = _eos_ids(self.model, self.tokenizer)
         if not self._eos_ids:
             raise ModelUnavailable(f"model {self.target} defines no end-of-sequence token; it cannot end an answer")
@@ -100,13 +108,14 @@ class TransformersModel(LocalModel):
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> TransformersModel:
-        """Build from ``hf:PATH_OR_REPO``; options: dtype, device (str) and n_ctx (tokens)."""
-        options = spec.check_options({"dtype": str, "device": str, "n_ctx": int})
+        """Build from ``hf:PATH_OR_REPO``; options: dtype, device (str), n_ctx (tokens) and adapter (a folder)."""
+        options = spec.check_options({"dtype": str, "device": str, "n_ctx": int, "adapter": str})
         return cls(
             spec.target,
             dtype=options.get("dtype"),
             device=options.get("device"),
             n_ctx_tokens=options.get("n_ctx"),
+            adapter=options.get("adapter"),
             spec=str(spec),
         )
 
@@ -296,6 +305,27 @@ def _load_model(
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise _not_found(target, exc) from exc
     return model.to(device).eval()
+
+
+def _check_adapter(folder: Path) -> Path:
+    """``folder`` when it is a peft adapter folder and peft can be imported (checked before the slow load)."""
+    if not (folder / "adapter_config.json").is_file():
+        raise ConfigError(f"adapter {folder} is not a peft adapter folder (it has no adapter_config.json)")
+    try:
+        import peft  # noqa: F401
+    except ImportError as exc:
+        raise ModelUnavailable(f"hf: adapters need the Python package 'peft' ({exc}); pip install peft") from exc
+    return folder
+
+
+def _merge_adapter(model: Any, folder: Path) -> Any:
+    """``model`` with the peft adapter in ``folder`` merged into its weights."""
+    from peft import PeftModel
+
+    try:
+        return PeftModel.from_pretrained(model, str(folder)).merge_and_unload().eval()
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise ConfigError(f"peft cannot apply the adapter {folder} to this model ({exc})") from exc
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
