@@ -1,0 +1,152 @@
+"""peft LoRA adapters converted by llama.cpp's own script and run by our llama.cpp backend.
+
+The folder's conftest skips these tests without torch, transformers or peft. Conversion needs llama.cpp's
+source (downloaded once with pip into the datalyst cache; the tests skip when it cannot be had); the
+``model`` tests also need the embedded ``tiny`` GGUF (``datalyst models fetch tiny``) and llama-cpp-python.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from datalyst.errors import ConfigError, ModelError, ModelUnavailable
+from datalyst.llm import ADAPTER_GGUF, ChatMessage, Role, is_cached, llama_cpp_source, load_model, model_path
+from datalyst.train._convert import adapter_to_gguf
+
+QUESTION = [ChatMessage(role=Role.USER, content="What is the capital of France?")]
+ANSWER = "The capital of France is Paris, a city on the Seine."
+
+
+@pytest.fixture(scope="module")
+def source() -> Path:
+    try:
+        return llama_cpp_source()
+    except ModelUnavailable as exc:
+        pytest.skip(f"llama.cpp's source is not available: {exc}")
+
+
+def random_lora(model, folder: Path, **options) -> None:
+    """Wrap ``model`` in place with a randomly initialised LoRA (seed 0) and save the adapter to ``folder``."""
+    import peft
+    import torch
+
+    torch.manual_seed(0)
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    peft.get_peft_model(model, config, **options).save_pretrained(folder)
+
+
+def test_a_folder_that_is_not_a_peft_adapter_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"is not a peft LoRA adapter folder .*adapter_model\.safetensors"):
+        adapter_to_gguf(tmp_path, base="embedded:tiny")
+
+
+@pytest.mark.parametrize(
+    ("base", "problem"),
+    [("openai:gpt-4o-mini", "names no local model"), ("gguf:/nowhere/m.gguf", "neither a GGUF file nor a folder")],
+)
+def test_a_base_that_names_no_local_model_is_refused(tmp_path, base, problem):
+    (tmp_path / "adapter_config.json").write_text("{}")
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"")
+    with pytest.raises(ConfigError, match=problem):
+        adapter_to_gguf(tmp_path, base=base)
+
+
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_an_adapter_converts_against_a_model_folder(source, tiny_model, tmp_path):
+    import gguf
+    from transformers import AutoModelForCausalLM
+
+    random_lora(AutoModelForCausalLM.from_pretrained(tiny_model), tmp_path)
+    written = adapter_to_gguf(tmp_path, base=f"hf:{tiny_model}")
+    assert written == tmp_path / ADAPTER_GGUF
+    reader = gguf.GGUFReader(written)
+    assert reader.get_field("general.type").contents() == "adapter"
+    assert reader.get_field("adapter.lora.alpha").contents() == 8.0
+    names = {tensor.name for tensor in reader.tensors}
+    assert names == {f"blk.{i}.attn_{m}.weight.lora_{ab}" for i in (0, 1) for m in "qv" for ab in "ab"}
+    assert {tensor.tensor_type.name for tensor in reader.tensors} == {"F32"}
+
+
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_a_failing_conversion_gives_the_scripts_reason(source, tiny_model, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    random_lora(AutoModelForCausalLM.from_pretrained(tiny_model), tmp_path)
+    config = json.loads((tmp_path / "adapter_config.json").read_text())
+    del config["lora_alpha"]
+    (tmp_path / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ModelError, match=r"convert_lora_to_gguf\.py could not convert .*KeyError: 'lora_alpha'"
+    ) as info:
+        adapter_to_gguf(tmp_path, tmp_path / "out.gguf", base=f"hf:{tiny_model}")
+    assert "\n" not in str(info.value)
+    assert not list(tmp_path.glob("*.gguf")) and not list(tmp_path.glob(".*partial"))
+
+
+# -- the embedded tiny model, trained in transformers and run by llama.cpp
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf() -> Path:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'datalyst[llamacpp]')")
+    if not is_cached("tiny"):
+        pytest.skip("the tiny GGUF is not cached (datalyst models fetch tiny)")
+    return model_path("tiny")
+
+
+def logprobs(model) -> np.ndarray:
+    """The log-probabilities of ``ANSWER`` after ``QUESTION``."""
+    completion = asyncio.run(model.ascore(QUESTION, ANSWER))
+    return np.array([item.logprob for item in completion.logprobs])
+
+
+def scored(spec: str) -> np.ndarray:
+    model = load_model(spec)
+    try:
+        return logprobs(model)
+    finally:
+        model.close()
+
+
+@pytest.mark.model
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+@pytest.mark.filterwarnings("ignore:Could not find a config file:UserWarning")  # peft saving a GGUF-loaded model
+def test_llama_cpp_runs_the_adapter_as_transformers_does(source, tiny_gguf, tmp_path):
+    hf = load_model(f"hf:{tiny_gguf}")
+    hf_base = logprobs(hf)
+    random_lora(hf.model, tmp_path / "adapter")  # hf.model now runs with the adapter
+    hf_adapted = logprobs(hf)
+    hf.close()
+    adapter_to_gguf(tmp_path / "adapter", base="embedded:tiny")
+
+    llama_base = scored("embedded:tiny?n_ctx=256&parallel=1")
+    llama_adapted = scored(f"embedded:tiny?n_ctx=256&parallel=1&adapter={tmp_path / 'adapter'}")
+
+    hf_delta, llama_delta = hf_adapted - hf_base, llama_adapted - llama_base
+    assert np.abs(hf_delta).mean() > 0.3  # the adapter moves the answer's log-probabilities a lot...
+    assert np.abs(llama_delta - hf_delta).mean() < 0.2 * np.abs(hf_delta).mean()  # ...and llama.cpp the same way
+    assert np.corrcoef(llama_delta, hf_delta)[0, 1] > 0.95
+
+    merged = scored(f"hf:{tiny_gguf}?adapter={tmp_path / 'adapter'}")  # transformers merges the peft folder
+    np.testing.assert_allclose(merged, hf_adapted, atol=1e-3)
+
+
+@pytest.mark.model
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_an_adapter_for_another_base_is_one_clear_error(source, tiny_gguf, tiny_model, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    random_lora(AutoModelForCausalLM.from_pretrained(tiny_model), tmp_path)  # a 2-layer Qwen2, not tiny's Llama
+    adapter_to_gguf(tmp_path, base=f"hf:{tiny_model}")
+    with pytest.raises(ConfigError, match=r"cannot apply the adapter .* to smollm2.*: it is not a LoRA adapter made"):
+        load_model(f"embedded:tiny?n_ctx=256&parallel=1&adapter={tmp_path}")
+
+
+def test_transformers_refuses_an_adapter_folder_before_loading_the_model(tiny_model, tmp_path):
+    with pytest.raises(ConfigError, match=f"adapter {tmp_path} is not a peft adapter folder"):
+        load_model(f"hf:{tiny_model}?adapter={tmp_path}")
