@@ -10,7 +10,7 @@ from rich.console import Console
 
 from datalyst.cli._app import app
 from datalyst.cli._synth import parse_options
-from datalyst.train import LoraOptions, RLConfig, SFTConfig, train_rl, train_sft
+from datalyst.train import LoraOptions, RLConfig, SFTConfig, adapter_to_gguf, train_rl, train_sft
 
 train_app = typer.Typer(
     help="Train agents: SFT on curated trajectories, RL over the agent and sandbox.", no_args_is_help=True
@@ -89,3 +89,14 @@ def rl_command(
     )  # fmt: skip
     result = train_rl(config, out)
     console.print(f"{result.steps} steps, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")
+
+
+@train_app.command("convert")
+def convert_command(
+    adapter: Annotated[Path, typer.Argument(help="A peft LoRA adapter folder.", show_default=False)],
+    base: Annotated[str, typer.Option(help="The model spec the adapter was trained on.")] = "embedded:small",
+    outtype: Annotated[str, typer.Option(help="Tensor type: f32 (exact), f16, bf16 or q8_0.")] = "f32",
+) -> None:
+    """Convert a LoRA adapter for llama.cpp (train sft and rl do it themselves for GGUF bases)."""
+    path = adapter_to_gguf(adapter, base=base, outtype=outtype)  # type: ignore[arg-type]
+    console.print(f"wrote {path}; run it with --model '{base}?adapter={adapter}'")

@@ -8,6 +8,7 @@ GGUF then runs the trained adapter through llama.cpp, so training and serving sh
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -77,3 +78,15 @@ def _import_peft() -> Any:
     except ModuleNotFoundError:
         raise ModelUnavailable(f"LoRA training needs the peft package; {INSTALL_FIX}") from None
     return peft
+
+
+def save_weights(model: Any, tokenizer: Any, folder: Path, *, base: str) -> None:
+    """Save the trained weights: a LoRA model as a peft adapter, converted for llama.cpp too when ``base`` is a
+    GGUF (``embedded:``, ``gguf:``), so ``BASE?adapter=FOLDER`` runs it; a fully trained one as a model folder."""
+    from datalyst.train._convert import adapter_to_gguf
+
+    model.save_pretrained(folder)
+    if not hasattr(model, "peft_config"):
+        tokenizer.save_pretrained(folder)
+    elif resolve_spec(base).kind in (ModelKind.EMBEDDED, ModelKind.GGUF):
+        adapter_to_gguf(folder, base=base)

@@ -36,7 +36,7 @@ from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save
 from datalyst.train._data import Example, to_example
 from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
 from datalyst.train._logprobs import token_logprobs
-from datalyst.train._policy import LoraOptions, load_policy, trainable_parameters
+from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
 from datalyst.train._rollouts import Collected, Scored, collect, informative
 from datalyst.train._runtime import Runtime, start_runtime
@@ -144,7 +144,7 @@ def train_rl(
     log = read_log(out / "log.jsonl")
     adapter = out / "adapter"
     if runtime.is_main:
-        runtime.unwrap(policy.model).save_pretrained(adapter)
+        save_weights(runtime.unwrap(policy.model), policy.tokenizer, adapter, base=config.model)
         plot_curve(
             log, out / "reward.png", key="reward/mean", title=f"{config.algo} from {config.adapter or config.model}"
         )

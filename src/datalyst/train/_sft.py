@@ -31,7 +31,7 @@ from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save
 from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
 from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
 from datalyst.train._logprobs import token_logprobs
-from datalyst.train._policy import LoraOptions, load_policy, trainable_parameters
+from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
 
 Precision = Literal["auto", "bf16", "fp32"]
@@ -160,9 +160,7 @@ def _finish(
     log = read_log(out / "log.jsonl")
     weights = out / ("adapter" if config.lora is not None else "model")
     if runtime.is_main:
-        runtime.unwrap(policy.model).save_pretrained(weights)
-        if config.lora is None:
-            policy.tokenizer.save_pretrained(weights)
+        save_weights(runtime.unwrap(policy.model), policy.tokenizer, weights, base=config.model)
         plot_curve(log, out / "loss.png", key="loss", title=f"SFT of {config.model}")
     result = SFTResult(
         out=out,
