@@ -128,3 +128,19 @@ def test_sequence_by_sequence_gradients_equal_the_batch_formula(tiny_model, tmp_
     loss.backward()
     for name, parameter in model.named_parameters():
         assert torch.allclose(ours[name], parameter.grad, atol=1e-6, rtol=1e-4), name
+
+
+@pytest.mark.model
+def test_a_real_step_samples_through_llama_cpp_with_the_policys_adapter(examples_dir, tmp_path) -> None:
+    from datalyst.llm import model_path
+
+    if not model_path("tiny").is_file():
+        pytest.skip("the tiny GGUF is not cached (datalyst models fetch tiny)")
+    tasks = write_tasks(tmp_path / "tasks.jsonl", examples_dir, 2)
+    settings = RLConfig(tasks=[str(tasks)], model="embedded:tiny", algo="grpo", steps=1, prompts=1, group_size=2,
+                        mini_batches=1, max_turns=2, max_tokens=48, concurrency=2, precision="fp32")  # fmt: skip
+    result = train_rl(settings, tmp_path / "run", progress=False)
+    (entry,) = read_log(tmp_path / "run" / "log.jsonl")
+    assert entry.figures["tasks/drawn"] == 1 and 0 <= entry.figures["correct/mean"] <= 1
+    assert (tmp_path / "run" / "rollout-adapter" / "adapter_model.gguf").is_file()  # what llama.cpp sampled with
+    assert (result.adapter / "adapter_model.gguf").is_file()

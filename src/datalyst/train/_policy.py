@@ -85,8 +85,10 @@ def save_weights(model: Any, tokenizer: Any, folder: Path, *, base: str) -> None
     GGUF (``embedded:``, ``gguf:``), so ``BASE?adapter=FOLDER`` runs it; a fully trained one as a model folder."""
     from datalyst.train._convert import adapter_to_gguf
 
-    model.save_pretrained(folder)
     if not hasattr(model, "peft_config"):
+        model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-    elif resolve_spec(base).kind in (ModelKind.EMBEDDED, ModelKind.GGUF):
+        return
+    model.save_pretrained(folder, save_embedding_layers=False)  # LoRA never trains the embeddings here
+    if resolve_spec(base).kind in (ModelKind.EMBEDDED, ModelKind.GGUF):
         adapter_to_gguf(folder, base=base)

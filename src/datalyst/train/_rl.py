@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from datalyst.agent import Agent, AgentConfig, get_dialect, training_example
 from datalyst.curate import RunFolder, read_curated
 from datalyst.errors import ConfigError
-from datalyst.llm import ChatModel, ChatTokenizer, SamplingParams
+from datalyst.llm import ChatModel, ChatTokenizer, ModelKind, SamplingParams, load_model, resolve_spec
 from datalyst.provenance import write_manifest
 from datalyst.tasks import Task, read_tasks
 from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
@@ -44,7 +44,8 @@ from datalyst.train._schedules import sft_weight, structure_weight
 
 Algorithm = Literal["grpo", "dapo", "dapo+sft"]
 RolloutModel = Callable[[Any, int], ChatModel]
-"""Given the policy and the step, the chat model the agent samples with (the policy itself by default)."""
+"""Given the policy and the step, the chat model the agent samples with (closed after the step's rollouts
+unless it is the policy itself)."""
 
 
 class RLConfig(BaseModel):
@@ -79,6 +80,9 @@ class RLConfig(BaseModel):
     l_max: int = L_MAX
     structure: bool = False
     """Add Datarus's tag reward (datarus dialect), weighted from 1 down to 0.1 over the run."""
+    engine: Literal["auto", "llamacpp", "transformers"] = "auto"
+    """What samples the runs: llama.cpp on the base GGUF with the policy's adapter converted each step (``auto``
+    for ``embedded:``/``gguf:`` bases; several times faster on a CPU), or the trained transformers model itself."""
     concurrency: int = 4
     seed: int = 0
     precision: Literal["auto", "bf16", "fp32"] = "auto"
@@ -117,18 +121,14 @@ def train_rl(
     if checkpoint := latest_checkpoint(out):
         start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
         trim_log(out / "log.jsonl", start)
-    sampler = rollout_model or (lambda loaded, _step: loaded)
+    sampler = rollout_model or _engine(config, out)
     with runtime.progress(config.steps, start, enabled=progress) as advance:
         for step in range(start, config.steps):
             began = time.perf_counter()
             drawn = random.Random(f"{config.seed}:{step}").sample(
                 tasks, min(len(tasks), config.prompts * config.oversample)
             )
-            agent = Agent(sampler(policy, step), _agent_config(config, step))
-            collected = asyncio.run(
-                collect(drawn, agent, group_size=config.group_size, wanted=config.prompts,
-                        dynamic=config.algo != "grpo", concurrency=config.concurrency)
-            )  # fmt: skip
+            collected = asyncio.run(_roll_out(sampler(policy, step), policy, drawn, config, step))
             rewards = [[reward(run, config, step) for run in group] for group in collected.groups]
             gamma = sft_weight(step, config.steps) if config.algo == "dapo+sft" else 0.0
             figures = rl_update(model, collected, rewards, experts, policy.chat_tokenizer, runtime, optimizer,
@@ -153,6 +153,33 @@ def train_rl(
     if runtime.is_main:
         write_manifest(out / "train", config=config.model_dump(), result=json.loads(result.model_dump_json()))
     return result
+
+
+async def _roll_out(model: ChatModel, policy: Any, tasks: list[Task], config: RLConfig, step: int) -> Collected:
+    """The step's groups, sampled by ``model`` (closed afterwards unless it is the policy)."""
+    agent = Agent(model, _agent_config(config, step))
+    try:
+        return await collect(tasks, agent, group_size=config.group_size, wanted=config.prompts,
+                             dynamic=config.algo != "grpo", concurrency=config.concurrency)  # fmt: skip
+    finally:
+        if model is not policy:
+            await model.aclose()
+
+
+def _engine(config: RLConfig, out: Path) -> RolloutModel:
+    """The sampler ``config.engine`` names: the policy itself, or llama.cpp running its adapter of this step."""
+    gguf_base = resolve_spec(config.model).kind in (ModelKind.EMBEDDED, ModelKind.GGUF)
+    if config.engine == "transformers" or (config.engine == "auto" and not gguf_base):
+        return lambda policy, _step: policy
+    if not gguf_base:
+        raise ConfigError(f"the llamacpp engine runs GGUF bases (embedded:, gguf:), not {config.model}")
+    folder = out / "rollout-adapter"
+
+    def llama_cpp(policy: Any, _step: int) -> ChatModel:
+        save_weights(policy.model, policy.tokenizer, folder, base=config.model)  # the adapter of this step
+        return load_model(config.model, adapter=str(folder), parallel=config.concurrency)
+
+    return llama_cpp
 
 
 def reward(run: Scored, config: RLConfig, step: int) -> float:
