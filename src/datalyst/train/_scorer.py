@@ -1,0 +1,235 @@
+"""The network of the value model and the reward model, its training loop, and the folder it is saved in.
+
+The network is a causal LM that scores a conversation in [-1, 1]: the backbone's last hidden states are
+averaged over the attention mask (padding left out), then go through dropout, one linear layer and tanh
+(JUPITER's value head). The linear layer has one output per score the model gives (the value model one; the
+HRM a step score and a trajectory score), so every forward pass reaches all of its weights, as a multi-process
+run needs. It starts at zero: every state scores 0, the midpoint, and tanh starts in its linear range. Only
+the last position goes through the vocabulary projection (``logits_to_keep=1``): scores need hidden states only.
+
+Training takes :class:`Item` s, each a micro-batch of its own: one conversation regressed onto a target
+(``value_loss``), or a preferred and a rejected conversation (``preference_loss``, padded into one forward
+pass). A step's loss is the weighted mean over its items. The run folder is SFT's (``config.json``,
+``log.jsonl``, resumable checkpoints whose trainable weights are the LoRA layers and the head, ``loss.png``,
+``train.manifest.json``); the model lands in ``RUN/NAME/``: ``adapter/`` (peft), ``head.safetensors`` and
+``NAME.json`` (a :class:`ScoringCard`, written last).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel
+from torch import Tensor, nn
+
+from datalyst.errors import DataFileError
+from datalyst.files import write_atomic
+from datalyst.llm import ChatMessage, ChatTokenizer
+from datalyst.provenance import write_manifest
+from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
+from datalyst.train._data import Example, step_batch, steps_per_epoch
+from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._model_losses import preference_loss, value_loss
+from datalyst.train._policy import load_policy, trainable_parameters
+from datalyst.train._runtime import Runtime, start_runtime
+from datalyst.train._sft import collate, cosine_with_warmup
+from datalyst.train._value import ScorerConfig, ScorerResult
+
+
+class Scorer(nn.Module):
+    """``backbone`` (a causal LM, with LoRA or not) plus the scoring head; ``forward`` gives ``(B, outputs)``."""
+
+    def __init__(self, backbone: Any, *, outputs: int, dropout: float) -> None:
+        super().__init__()
+        self.backbone = backbone
+        linear = nn.Linear(backbone.get_input_embeddings().embedding_dim, outputs)
+        nn.init.zeros_(linear.weight)
+        nn.init.zeros_(linear.bias)
+        self.head = nn.Sequential(nn.Dropout(dropout), linear, nn.Tanh())
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        output = self.backbone(
+            input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, logits_to_keep=1
+        )
+        return self.head(mean_pool(output.hidden_states[-1].float(), attention_mask))
+
+
+def mean_pool(hidden: Tensor, attention_mask: Tensor) -> Tensor:
+    """The mean of ``hidden`` ``(B, T, H)`` over the positions where ``attention_mask`` ``(B, T)`` is 1: ``(B, H)``."""
+    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+class Item(BaseModel):
+    """One training item: a conversation and its ``target``, or (``target`` None) a preferred conversation and
+    a rejected one; ``output`` is the head's output it trains, ``weight`` its share in the step's loss."""
+
+    id: str
+    inputs: list[list[int]]
+    output: int = 0
+    target: float | None = None
+    weight: float = 1.0
+
+
+class ScoringCard(BaseModel):
+    """What a saved scorer is: its base model, the names of its outputs, and the head's pooling and dropout."""
+
+    model: str
+    outputs: list[str]
+    pooling: Literal["mean"] = "mean"
+    dropout: float
+
+
+def encode(messages: Sequence[ChatMessage], tokenizer: ChatTokenizer) -> list[int]:
+    """The token ids of a conversation as the chat template writes it (no generation prompt)."""
+    return tokenizer.encode(tokenizer.render(messages, add_generation_prompt=False))
+
+
+def fit(
+    config: ScorerConfig,
+    out: Path,
+    make_items: Callable[[ChatTokenizer], list[Item]],
+    *,
+    name: str,
+    outputs: list[str],
+    title: str,
+    save_every: int,
+    progress: bool,
+) -> ScorerResult:
+    """Train (or resume) a scorer with ``outputs`` on the items ``make_items`` builds with the model's tokenizer,
+    in run folder ``out``; the model is saved in ``out / name``."""
+    start_run(out, config)
+    runtime = start_runtime(config.precision, seed=config.seed)
+    policy = load_policy(config.model, lora=config.lora)
+    items, too_long = _select(make_items(policy.chat_tokenizer), config)
+    scorer = Scorer(policy.model, outputs=len(outputs), dropout=config.dropout)
+    total = steps_per_epoch(len(items), config.batch_size) * config.epochs
+    parameters = trainable_parameters(scorer)  # the LoRA layers and the head
+    optimizer = torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = cosine_with_warmup(optimizer, warmup=math.ceil(config.warmup_ratio * total), total=total)
+    model, optimizer = runtime.prepare(scorer, optimizer)  # on this process's device
+    start = 0
+    if checkpoint := latest_checkpoint(out):
+        start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
+        trim_log(out / "log.jsonl", start)
+    tokenizer = policy.tokenizer
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    with runtime.progress(total, start, enabled=progress) as advance:
+        for step in range(start, total):
+            began = time.perf_counter()
+            batch = step_batch(items, step, batch_size=config.batch_size, seed=config.seed)
+            loss, tokens = scorer_step(model, batch, runtime, pad_id=pad_id)
+            lr = scheduler.get_last_lr()[0]
+            runtime.clip_and_step(model, optimizer, config.max_grad_norm)
+            scheduler.step()
+            entry = StepLog(step=step + 1, loss=loss, lr=lr, tokens=tokens, seconds=time.perf_counter() - began)
+            if runtime.is_main:
+                with (out / "log.jsonl").open("a", encoding="utf-8") as log:
+                    log.write(entry.model_dump_json() + "\n")
+            if (step + 1) % save_every == 0 or step + 1 == total:
+                save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
+            advance(loss=loss)
+    return _finish(config, out, runtime.unwrap(model), runtime, name=name, outputs=outputs, title=title,
+                   items=len(items), too_long=too_long)  # fmt: skip
+
+
+def _finish(
+    config: ScorerConfig, out: Path, scorer: Scorer, runtime: Runtime, *, name: str, outputs: list[str], title: str,
+    items: int, too_long: int,
+) -> ScorerResult:  # fmt: skip
+    """Save the trained model in ``out / name``, the loss curve and the run's manifest."""
+    log = read_log(out / "log.jsonl")
+    folder = out / name
+    if runtime.is_main:
+        save_scorer(scorer, folder, ScoringCard(model=config.model, outputs=outputs, dropout=config.dropout), name=name)
+        plot_curve(log, out / "loss.png", key="loss", title=title)
+    result = ScorerResult(out=out, model=folder, steps=len(log), items=items, too_long=too_long,
+                          seconds=sum(e.seconds for e in log), final_loss=log[-1].loss)  # fmt: skip
+    if runtime.is_main:
+        write_manifest(out / "train", config=config.model_dump(), result=json.loads(result.model_dump_json()))
+    return result
+
+
+def scorer_step(model: Any, batch: Sequence[Item], runtime: Runtime, *, pad_id: int) -> tuple[float, int]:
+    """Accumulate the gradients of this process's share of ``batch``; the step's loss and input tokens."""
+    mine = list(batch[runtime.rank :: runtime.world_size])
+    count = runtime.sum(float(len(mine)))
+    total, tokens = 0.0, 0
+    for index, item in enumerate(mine):
+        rows = [Example(id=item.id, input_ids=ids, labels=ids) for ids in item.inputs]
+        input_ids, attention_mask, _ = collate(rows, pad_id=pad_id, torch=torch)
+        with runtime.accumulating(model, last=index == len(mine) - 1), runtime.autocast():
+            scores = model(input_ids.to(runtime.device), attention_mask.to(runtime.device))[:, item.output].float()
+            loss = item_loss(scores, item)
+            runtime.backward(loss * item.weight * runtime.world_size / count)  # DDP averages over processes
+        total += item.weight * loss.item()
+        tokens += int(attention_mask.sum())
+    return runtime.sum(total) / count, int(runtime.sum(float(tokens)))
+
+
+def item_loss(scores: Tensor, item: Item) -> Tensor:
+    """The loss of one item from its scores (one row per input)."""
+    if item.target is None:
+        return preference_loss(scores[:1], scores[1:])
+    return value_loss(scores, torch.full_like(scores, item.target))
+
+
+def save_scorer(scorer: Scorer, folder: Path, card: ScoringCard, *, name: str) -> None:
+    """Write ``scorer``'s peft adapter, its head and ``card`` (as ``NAME.json``, last) into ``folder``."""
+    from safetensors.torch import save_file
+
+    scorer.backbone.save_pretrained(folder / "adapter")
+    save_file({key: value.detach().cpu().contiguous() for key, value in scorer.head.state_dict().items()},
+              folder / "head.safetensors")  # fmt: skip
+    write_atomic(folder / f"{name}.json", card.model_dump_json(indent=2))
+
+
+class LoadedScorer:
+    """A saved scorer ready to score conversations: LoRA merged into the weights, eval mode, no gradients."""
+
+    def __init__(self, path: str | Path, *, name: str, device: str = "cpu") -> None:
+        from safetensors.torch import load_file
+
+        folder = _model_folder(Path(path), name)
+        self.card = ScoringCard.model_validate_json((folder / f"{name}.json").read_text(encoding="utf-8"))
+        policy = load_policy(self.card.model, lora=None, adapter=str(folder / "adapter"))
+        self.tokenizer: ChatTokenizer = policy.chat_tokenizer
+        self.device = device
+        self.scorer = Scorer(policy.model.merge_and_unload(), outputs=len(self.card.outputs), dropout=self.card.dropout)
+        self.scorer.head.load_state_dict(load_file(folder / "head.safetensors"))
+        self.scorer.to(device).eval()
+
+    def predict(self, messages: Sequence[ChatMessage]) -> dict[str, float]:
+        """Every output's score of the conversation ``messages``, by output name."""
+        ids = torch.tensor([encode(messages, self.tokenizer)], device=self.device)
+        with torch.no_grad():
+            scores = self.scorer(ids, torch.ones_like(ids))[0].tolist()
+        return dict(zip(self.card.outputs, scores, strict=True))
+
+
+def _model_folder(path: Path, name: str) -> Path:
+    """The saved model in ``path``: the folder itself, or its ``name`` subfolder when ``path`` is a run folder."""
+    for folder in (path, path / name):
+        if (folder / f"{name}.json").is_file():
+            return folder
+    raise DataFileError(f"{path} holds no {name} model ({name}.json); train one with: datalyst train {name}")
+
+
+def _select(items: list[Item], config: ScorerConfig) -> tuple[list[Item], int]:
+    """The items that fit in ``config.max_length`` tokens (a seeded sample of ``config.limit`` of them), and how
+    many were too long."""
+    kept = [item for item in items if max(len(ids) for ids in item.inputs) <= config.max_length]
+    if not kept:
+        raise DataFileError(f"none of the {len(items)} training items fits in {config.max_length} tokens; "
+                            "raise --max-length")  # fmt: skip
+    too_long = len(items) - len(kept)
+    if config.limit is not None and config.limit < len(kept):
+        kept = random.Random(config.seed).sample(kept, config.limit)
+    return kept, too_long

@@ -1,0 +1,216 @@
+"""JUPITER's value model: how good is the state an agent's conversation is in, from -1 (lost) to +1 (solved).
+
+A state is the conversation after the agent's ``k``-th turn and its observation (the sampling guidance left
+out). Its target is a Q-value: what search (issue 15) will back up, and until then the Monte Carlo return of
+sampled trajectories (:func:`monte_carlo_values`): the mean outcome (+1 right, -1 wrong or no answer, judged by
+the task's own judge) of the trajectories of the same task that share that exact state. Usually one trajectory
+does, and the state takes its outcome; states shared by several (the same first cells) take their mean.
+Trajectories whose task has no answer a program can check, and runs that failed on our side, are left out.
+
+Value data is JSONL of :class:`ValueExample`. ``train_value`` fits the scorer of ``_scorer`` (LoRA backbone,
+mean pooling, dropout, linear, tanh) to it with the mean squared error; ``load_value_model`` loads the result
+for search. Torch is imported only when a model is trained or loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from datalyst.agent import Trajectory, read_trajectories, to_messages
+from datalyst.curate import RunFolder
+from datalyst.errors import DataFileError
+from datalyst.files import write_atomic
+from datalyst.jsonl import read_appended
+from datalyst.judge import Judge, judge_for
+from datalyst.llm import ChatMessage, ChatTokenizer
+from datalyst.tasks import Task
+from datalyst.train._policy import LoraOptions
+from datalyst.train._sft import Precision
+
+if TYPE_CHECKING:
+    from datalyst.train._scorer import LoadedScorer
+
+VALUES = "values.jsonl"
+
+
+class ValueExample(BaseModel):
+    """One state (the conversation so far, as ``{role, content}`` messages) and its value in [-1, 1]."""
+
+    id: str
+    messages: list[ChatMessage]
+    value: float = Field(ge=-1.0, le=1.0)
+
+
+class ValueData(BaseModel):
+    """The states valued by Monte Carlo returns, and what was left out."""
+
+    examples: list[ValueExample]
+    trajectories: int
+    """Trajectories whose states were valued."""
+    unchecked: int = 0
+    """Left out: their task has no answer a program can check (no gold answer, or a judge model grades it)."""
+    failed: int = 0
+    """Left out: the run failed on our side (model server, sandbox)."""
+
+
+class ScorerConfig(BaseModel):
+    """What the value model and the HRM train alike (saved as ``config.json``; a resumed run must match it)."""
+
+    model: str = "embedded:small"
+    lora: LoraOptions = LoraOptions()
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    """Of the head's input (the pooled hidden state)."""
+    lr: float = 1e-4
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    epochs: int = 1
+    batch_size: int = 8
+    """Items per optimizer step; each item is one forward pass."""
+    max_length: int = 4096
+    """Items with a longer conversation are left out (counted), not cut."""
+    limit: int | None = None
+    seed: int = 0
+    precision: Precision = "auto"
+
+
+class ValueConfig(ScorerConfig):
+    data: str
+    """Value data: a JSONL file of value examples, or a folder holding ``values.jsonl``."""
+
+
+class ScorerResult(BaseModel):
+    """Where a finished value or reward model run put its model and what it measured."""
+
+    out: Path
+    model: Path
+    """The model folder: ``adapter/``, ``head.safetensors`` and the model's card."""
+    steps: int
+    items: int
+    too_long: int
+    seconds: float
+    final_loss: float
+
+
+def checkable(task: Task) -> bool:
+    """``task`` has a gold answer that its judge checks without a model."""
+    return (task.answer is not None or bool(task.answer_sql)) and task.judge != "llm"
+
+
+def state_messages(trajectory: Trajectory, turns: int) -> list[ChatMessage]:
+    """The conversation after the agent's first ``turns`` turns and their observations, without the guidance."""
+    cut = trajectory.model_copy(update={"turns": trajectory.turns[:turns]})
+    return [ChatMessage(role=message.role, content=message.content) for message in to_messages(cut, guidance=False)]
+
+
+def read_sources(paths: Sequence[str | Path]) -> list[Trajectory]:
+    """The trajectories of each path: a trajectories file (``samples.jsonl``) or a curation run folder.
+
+    Each source is read on its own, so runs whose trajectory ids coincide all count."""
+    trajectories: list[Trajectory] = []
+    for path in map(Path, paths):
+        file = RunFolder(path).samples if path.is_dir() else path
+        if not file.is_file():
+            raise DataFileError(f"{file} does not exist; give a trajectories file or a curation run folder")
+        trajectories += read_trajectories(file)
+    return trajectories
+
+
+def judge_outcomes(trajectories: Sequence[Trajectory]) -> list[bool | None]:
+    """For each trajectory, whether its answer is right (no answer: wrong); None for a run that failed on our
+    side or whose task is not :func:`checkable`."""
+
+    async def judge_all() -> list[bool | None]:
+        judges: dict[str, Judge] = {}
+        outcomes: list[bool | None] = []
+        for trajectory in trajectories:
+            task = trajectory.task
+            if trajectory.failed or not checkable(task):
+                outcomes.append(None)
+            elif trajectory.answer is None:
+                outcomes.append(False)
+            else:
+                judge = judges.setdefault(task.id, judge_for(task))
+                outcomes.append((await judge.ajudge(trajectory.answer)).correct)
+        return outcomes
+
+    return asyncio.run(judge_all())
+
+
+def monte_carlo_values(trajectories: Sequence[Trajectory]) -> ValueData:
+    """Every state of the checkable trajectories valued by the mean return of the trajectories of its task that
+    pass through it (see the module docstring); a state shared by several is written once, with the id
+    ``<trajectory id>@<k>`` of the first that reaches it."""
+    returns: dict[tuple[str, tuple[ChatMessage, ...]], list[float]] = {}
+    ids: dict[tuple[str, tuple[ChatMessage, ...]], str] = {}
+    data = ValueData(examples=[], trajectories=0)
+    for trajectory, correct in zip(trajectories, judge_outcomes(trajectories), strict=True):
+        if correct is None:
+            if trajectory.failed:
+                data.failed += 1
+            else:
+                data.unchecked += 1
+            continue
+        data.trajectories += 1
+        for k in range(1, len(trajectory.turns) + 1):
+            key = (trajectory.task.id, tuple(state_messages(trajectory, k)))
+            returns.setdefault(key, []).append(1.0 if correct else -1.0)
+            ids.setdefault(key, f"{trajectory.id}@{k}")
+    data.examples = [
+        ValueExample(id=ids[key], messages=list(key[1]), value=sum(values) / len(values))
+        for key, values in returns.items()
+    ]
+    return data
+
+
+def write_value_examples(path: str | Path, examples: Sequence[ValueExample]) -> None:
+    write_atomic(path, "".join(example.model_dump_json() + "\n" for example in examples))
+
+
+def read_value_examples(path: str | Path) -> list[ValueExample]:
+    """The value examples of ``path`` (a JSONL file, or a folder holding ``values.jsonl``); at least one."""
+    path = Path(path)
+    file = path / VALUES if path.is_dir() else path
+    fix = "write value data with: datalyst train value-data TRAJECTORIES --out FILE"
+    if not file.is_file():
+        raise DataFileError(f"{file} does not exist; {fix}")
+    examples = read_appended(file, ValueExample, what="a value example", fix=fix)
+    if not examples:
+        raise DataFileError(f"{file} holds no value example; {fix}")
+    return examples
+
+
+def train_value(config: ValueConfig, out: str | Path, *, save_every: int = 1, progress: bool = True) -> ScorerResult:
+    """Train (or resume) a value model on ``config.data``, writing the run folder ``out`` and the model in
+    ``out/value/`` (see ``_scorer``)."""
+    from datalyst.train._scorer import Item, encode, fit
+
+    examples = read_value_examples(config.data)
+
+    def items(tokenizer: ChatTokenizer) -> list[Item]:
+        return [Item(id=e.id, inputs=[encode(e.messages, tokenizer)], target=e.value) for e in examples]
+
+    return fit(config, Path(out), items, name="value", outputs=["value"], title=f"value model on {config.model}",
+               save_every=save_every, progress=progress)  # fmt: skip
+
+
+class ValueModel:
+    """A trained value model; ``score(messages)`` is the value of the state the conversation is in, in [-1, 1]."""
+
+    def __init__(self, loaded: LoadedScorer) -> None:
+        self.loaded = loaded
+
+    def score(self, messages: Sequence[ChatMessage]) -> float:
+        return self.loaded.predict(messages)["value"]
+
+
+def load_value_model(path: str | Path, *, device: str = "cpu") -> ValueModel:
+    """The value model saved in ``path`` (its folder, or the run folder of ``train_value``)."""
+    from datalyst.train._scorer import LoadedScorer
+
+    return ValueModel(LoadedScorer(path, name="value", device=device))
