@@ -23,7 +23,7 @@ from datalyst.errors import ConfigError
 from datalyst.llm import ChatMessage, HFTokenizer, ReplayModel
 from datalyst.tasks import Task
 from datalyst.train._rewards import length_reward
-from datalyst.train._verl import RowRollout, compute_score, rollout_row, task_from_row
+from datalyst.train._verl import RowRollout, agent_config, compute_score, rollout_row, task_from_row
 
 CODE = "import pandas as pd\nprint(pd.read_csv('sales.csv')['region'].nunique())"
 CODE_TURN = f"Thought: Count the regions.\nAction:\n```python\n{CODE}\n```\nObservation:"
@@ -210,6 +210,14 @@ def test_the_rows_task_takes_its_answer_from_the_ground_truth(row, ground_truth,
     task = task_from_row(row["extra_info"] | {"answer_sql": "SELECT 1"}, ground_truth)
     assert task.id == "regions" and task.answer == answer and task.judge == "dabench"
     assert task.answer_sql == "SELECT 1"  # every task field the row carries is read
+
+
+def test_wrong_settings_and_rows_are_refused_in_one_line(row):
+    with pytest.raises(ConfigError, match="agent settings: max_turns: Input should be greater than or equal to 1"):
+        agent_config({"max_turns": 0})
+    with pytest.raises(ConfigError, match=r"a verl row's task \(extra_info\): question: Field required"):
+        task_from_row({key: value for key, value in row["extra_info"].items() if key != "question"}, "4")
+    assert agent_config({"sampling": {"max_tokens": 768}}).sampling.max_tokens == 768
 
 
 def test_without_verl_the_loop_module_says_what_to_install():

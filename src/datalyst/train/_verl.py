@@ -19,9 +19,9 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from datalyst.agent import Agent, AgentConfig, Termination, Trajectory
 from datalyst.curate import KEEP, FormatCheck
@@ -30,6 +30,8 @@ from datalyst.judge import judge_for
 from datalyst.llm import ChatMessage, Completion, ContextOverflow, HFTokenizer, Role, SamplingParams, TokenLogprob
 from datalyst.tasks import Task
 from datalyst.train._rewards import L_MAX, L_MIN, datamind_reward
+
+_M = TypeVar("_M", bound=BaseModel)
 
 RUN_FIELDS = ("final_answer", "well_formed", "agent_tokens")
 """What :func:`rollout_row` adds to a run's extra fields for :func:`compute_score` (verl merges them into
@@ -295,13 +297,19 @@ async def rollout_row(
     )
 
 
+def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
+    """The agent loop's ``agent`` settings as an ``AgentConfig`` (ConfigError naming the first wrong one)."""
+    return _validated(AgentConfig, settings, "the datalyst_agent loop's agent settings")
+
+
 def task_from_row(extra_info: Mapping[str, Any], ground_truth: Any) -> Task:
     """The task of an exported row: ``extra_info``'s task fields (its ``task_id`` as the id) and the gold answer.
 
     ``ground_truth`` is JSON text unless the answer was a string; text that does not parse as JSON is the answer.
     """
     fields = {name: extra_info[name] for name in Task.model_fields if name in extra_info}
-    return Task.model_validate(fields | {"id": extra_info["task_id"], "answer": _gold(ground_truth)})
+    fields |= {"id": extra_info.get("task_id"), "answer": _gold(ground_truth)}
+    return _validated(Task, fields, "a verl row's task (extra_info)")
 
 
 async def compute_score(
@@ -333,6 +341,15 @@ async def compute_score(
     score = datamind_reward(correct=correct, well_formed=bool(info["well_formed"]), length=int(info["agent_tokens"]),
                             l_min=l_min, l_max=l_max)  # fmt: skip
     return {"score": score, "acc": float(correct)}
+
+
+def _validated(model: type[_M], data: Mapping[str, Any], what: str) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ConfigError(f"{what}: {where}: {problem['msg']}") from None
 
 
 def _gold(ground_truth: Any) -> Any:

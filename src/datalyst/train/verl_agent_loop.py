@@ -25,9 +25,8 @@ except ImportError as exc:  # ModuleNotFoundError, or a verl whose own dependenc
         f"datalyst.train.verl_agent_loop runs inside verl, which does not import here ({exc}); pip install verl"
     ) from exc
 
-from datalyst.agent import AgentConfig
 from datalyst.llm import HFTokenizer
-from datalyst.train._verl import compute_score, rollout_row
+from datalyst.train._verl import agent_config, compute_score, rollout_row
 
 __all__ = ["DatalystAgentLoop", "compute_score"]
 
@@ -46,7 +45,7 @@ class DatalystAgentLoop(AgentLoopBase):
 
         super().__init__(*args, **kwargs)
         settings = OmegaConf.to_container(agent, resolve=True) if OmegaConf.is_config(agent) else dict(agent or {})
-        self.agent_config = AgentConfig.model_validate(settings)
+        self.agent_config = agent_config(settings)
         self.mask_void_runs = mask_void_runs
         self.chat_tokenizer = HFTokenizer(self.tokenizer)
 
