@@ -9,13 +9,14 @@ import typer
 
 from datalyst.cli._synth import parse_options
 from datalyst.cli._train import console, train_app
-from datalyst.train._hrm import HRMConfig, train_hrm
-from datalyst.train._policy import LoraOptions
-from datalyst.train._value import (
+from datalyst.train import (
+    HRMConfig,
+    LoraOptions,
     ScorerResult,
     ValueConfig,
     monte_carlo_values,
     read_sources,
+    train_hrm,
     train_value,
     write_value_examples,
 )

@@ -2,20 +2,47 @@
 
 from datalyst.train._convert import adapter_to_gguf
 from datalyst.train._data import Example, read_examples
+from datalyst.train._hrm import HRMConfig, RewardModel, load_hrm, train_hrm
 from datalyst.train._policy import LoraOptions, load_policy
 from datalyst.train._rl import RLConfig, RLResult, train_rl
 from datalyst.train._sft import SFTConfig, SFTResult, train_sft
+from datalyst.train._value import (
+    ScorerResult,
+    ValueConfig,
+    ValueExample,
+    ValueModel,
+    load_value_model,
+    monte_carlo_values,
+    read_sources,
+    read_value_examples,
+    train_value,
+    write_value_examples,
+)
 
 __all__ = [
     "Example",
+    "HRMConfig",
     "LoraOptions",
     "RLConfig",
     "RLResult",
+    "RewardModel",
     "SFTConfig",
     "SFTResult",
+    "ScorerResult",
+    "ValueConfig",
+    "ValueExample",
+    "ValueModel",
     "adapter_to_gguf",
+    "load_hrm",
     "load_policy",
+    "load_value_model",
+    "monte_carlo_values",
     "read_examples",
+    "read_sources",
+    "read_value_examples",
+    "train_hrm",
     "train_rl",
     "train_sft",
+    "train_value",
+    "write_value_examples",
 ]

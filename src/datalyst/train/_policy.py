@@ -7,7 +7,9 @@ GGUF then runs the trained adapter through llama.cpp, so training and serving sh
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,8 @@ def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = No
     It loads on the CPU (``Runtime.prepare`` moves it to this process's device) and is left in train mode."""
     loaded = load_model(hf_spec(spec), dtype="float32", device="cpu")
     if adapter is not None:
-        loaded.model = _import_peft().PeftModel.from_pretrained(loaded.model, adapter, is_trainable=True)
+        with _quiet_peft():
+            loaded.model = _import_peft().PeftModel.from_pretrained(loaded.model, adapter, is_trainable=True)
     elif lora is not None:
         loaded.model = add_lora(loaded.model, lora)
     loaded.model.train()
@@ -61,9 +64,7 @@ def add_lora(model: Any, options: LoraOptions) -> Any:
         target_modules=options.target_modules,
         task_type="CAUSAL_LM",
     )
-    with warnings.catch_warnings():
-        # peft 0.21 still reads transformers' deprecated is_gradient_checkpointing alias (FutureWarning).
-        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+    with _quiet_peft():
         return peft.get_peft_model(model, config)
 
 
@@ -92,3 +93,11 @@ def save_weights(model: Any, tokenizer: Any, folder: Path, *, base: str) -> None
     model.save_pretrained(folder, save_embedding_layers=False)  # LoRA never trains the embeddings here
     if resolve_spec(base).kind in (ModelKind.EMBEDDED, ModelKind.GGUF):
         adapter_to_gguf(folder, base=base)
+
+
+@contextlib.contextmanager
+def _quiet_peft() -> Iterator[None]:
+    """peft 0.21 still reads transformers' deprecated ``is_gradient_checkpointing`` alias (a FutureWarning)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield

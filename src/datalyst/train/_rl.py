@@ -38,7 +38,7 @@ from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
-from datalyst.train._rollouts import Collected, Scored, collect, informative
+from datalyst.train._rollouts import Collected, Scored, checkable, collect, informative
 from datalyst.train._runtime import Runtime, start_runtime
 from datalyst.train._schedules import sft_weight, structure_weight
 
@@ -286,10 +286,10 @@ def accumulate(
 
 
 def rl_tasks(config: RLConfig) -> list[Task]:
-    """The tasks of ``config.tasks`` that have a verified answer and are not held out by ``config.exclude``."""
+    """The tasks of ``config.tasks`` whose answers a judge checks and that ``config.exclude`` does not hold out."""
     held_out = {line.split("#")[0] for path in config.exclude for line in Path(path).read_text().split()}
     tasks = [task for path in config.tasks for task in read_tasks(path)]
-    usable = [task for task in tasks if (task.answer is not None or task.answer_sql) and task.id not in held_out]
+    usable = [task for task in tasks if checkable(task) and task.id not in held_out]
     if not usable:
         raise ConfigError(f"none of the {len(tasks)} tasks has a verified answer outside the excluded ones")
     return usable

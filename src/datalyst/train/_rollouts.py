@@ -54,6 +54,11 @@ async def score(trajectory: Trajectory) -> Scored:
     )
 
 
+def checkable(task: Task) -> bool:
+    """``task`` has a gold answer that its judge checks without a model (what a reward or a return needs)."""
+    return (task.answer is not None or bool(task.answer_sql)) and task.judge != "llm"
+
+
 def informative(group: Sequence[Scored]) -> bool:
     """Some runs right and some wrong: DataMind's ``0 < #correct < G``."""
     return len({run.correct for run in group}) > 1

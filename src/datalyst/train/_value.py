@@ -28,8 +28,8 @@ from datalyst.files import write_atomic
 from datalyst.jsonl import read_appended
 from datalyst.judge import Judge, judge_for
 from datalyst.llm import ChatMessage, ChatTokenizer
-from datalyst.tasks import Task
 from datalyst.train._policy import LoraOptions
+from datalyst.train._rollouts import checkable
 from datalyst.train._sft import Precision
 
 if TYPE_CHECKING:
@@ -95,11 +95,6 @@ class ScorerResult(BaseModel):
     too_long: int
     seconds: float
     final_loss: float
-
-
-def checkable(task: Task) -> bool:
-    """``task`` has a gold answer that its judge checks without a model."""
-    return (task.answer is not None or bool(task.answer_sql)) and task.judge != "llm"
 
 
 def state_messages(trajectory: Trajectory, turns: int) -> list[ChatMessage]:
