@@ -193,9 +193,18 @@ def test_verl_has_one_row_per_task_with_its_opening_prompt_and_answer(curated, t
     assert regions["agent_name"] == "datalyst_agent" and regions["ability"] == "data_analysis"
     assert regions["extra_info"] | {"question": None} == {
         "index": 0, "split": "test", "task_id": "regions", "question": None, "format": "@regions[n]", "judge": "rule",
+        "constraints": "", "subcategory": None, "answer_sql": None,
         "files": first.task.files, "dialect": "datamind", "trajectory_ids": ["regions#0", "regions#1"],
     }  # fmt: skip
     assert total["extra_info"]["index"] == 1 and total["extra_info"]["dialect"] == "jupiter"
+
+
+def test_verl_keeps_a_string_answer_that_looks_like_json_a_string(curated, tmp_path):
+    trajectory = curated[0].trajectory
+    task = trajectory.task.model_copy(update={"answer": "42"})
+    record = curated[0].model_copy(update={"trajectory": trajectory.model_copy(update={"task": task})})
+    (row,) = verl_rows(export_verl([record], tmp_path).paths[0])
+    assert json.loads(row["reward_model"]["ground_truth"]) == "42"
 
 
 def test_verl_rows_read_back_as_its_rl_dataset_reads_them(curated, tmp_path):

@@ -108,9 +108,10 @@ def export_verl(
 
     Columns: ``prompt`` (the system prompt and the task message, the chat an agent loop starts from),
     ``data_source`` (the task's source), ``ability``, ``reward_model`` (``style`` ``rule`` and
-    ``ground_truth``: the task's answer, JSON text unless it is a string), ``agent_name`` (the registered agent
+    ``ground_truth``: the task's answer as JSON text, a string too), ``agent_name`` (the registered agent
     loop to run), and ``extra_info``: ``index`` and ``split`` as verl expects, plus what a datalyst agent loop
-    needs to run and judge the task (``task_id``, ``question``, ``format``, ``judge``, ``files``, ``dialect``)
+    needs to run and judge the task (``task_id``, ``question``, ``format``, ``judge``, ``constraints``,
+    ``subcategory``, ``answer_sql``, ``files``, ``dialect``)
     and the ids of the kept trajectories the row stands for.
     """
     rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -120,13 +121,12 @@ def export_verl(
         if key in rows:
             rows[key]["extra_info"]["trajectory_ids"].append(record.id)
             continue
-        answer = task.answer if isinstance(task.answer, str) or task.answer is None else json.dumps(task.answer)
         rows[key] = {
             "data_source": task.source or "datalyst",
             "agent_name": agent_name,
             "prompt": _chat(to_messages(trajectory, guidance=guidance)[:2]),
             "ability": "data_analysis",
-            "reward_model": {"style": "rule", "ground_truth": answer},
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(task.answer, ensure_ascii=False)},
             "extra_info": {
                 "index": len(rows),
                 "split": split,
@@ -134,6 +134,9 @@ def export_verl(
                 "question": task.question,
                 "format": task.format,
                 "judge": task.judge,
+                "constraints": task.constraints,
+                "subcategory": task.subcategory,
+                "answer_sql": task.answer_sql,
                 "files": task.files,
                 "dialect": trajectory.dialect,
                 "trajectory_ids": [record.id],

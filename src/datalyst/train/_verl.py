@@ -305,7 +305,7 @@ def agent_config(settings: Mapping[str, Any]) -> AgentConfig:
 def task_from_row(extra_info: Mapping[str, Any], ground_truth: Any) -> Task:
     """The task of an exported row: ``extra_info``'s task fields (its ``task_id`` as the id) and the gold answer.
 
-    ``ground_truth`` is JSON text unless the answer was a string; text that does not parse as JSON is the answer.
+    ``ground_truth`` is the answer as JSON text (text that does not parse as JSON, from older exports, is the answer).
     """
     fields = {name: extra_info[name] for name in Task.model_fields if name in extra_info}
     fields |= {"id": extra_info.get("task_id"), "answer": _gold(ground_truth)}
