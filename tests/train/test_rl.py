@@ -3,6 +3,7 @@ dynamic sampling, void runs left out, and a resumed run that matches an uninterr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -144,3 +145,25 @@ def test_a_real_step_samples_through_llama_cpp_with_the_policys_adapter(examples
     assert entry.figures["tasks/drawn"] == 1 and 0 <= entry.figures["correct/mean"] <= 1
     assert (tmp_path / "run" / "rollout-adapter" / "adapter_model.gguf").is_file()  # what llama.cpp sampled with
     assert (result.adapter / "adapter_model.gguf").is_file()
+
+
+def test_the_reward_adds_the_reward_models_score_and_follows_the_tag_curriculum(examples_dir, tmp_path) -> None:
+    from datalyst.agent import Agent, AgentConfig
+    from datalyst.train._rl import reward
+    from datalyst.train._rollouts import score
+
+    class Half:
+        def score(self, trajectory) -> float:
+            return 0.5
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl", examples_dir, 1)
+    task = Task.model_validate_json(tasks.read_text())
+    trajectory = asyncio.run(Agent(ReplayModel([RIGHT]), AgentConfig(dialect="jupiter", max_turns=1)).arun(task))
+    run = asyncio.run(score(trajectory))
+    settings = RLConfig(tasks=[str(tasks)], hrm_weight=0.4)
+    assert reward(run, settings, 0) == 1.0  # right, well formed, far under 256 tokens
+    assert reward(run, settings, 0, Half()) == pytest.approx(1.0 + 0.4 * 0.5)
+    datarus = settings.model_copy(update={"structure": True, "dialect": "datarus", "steps": 3})
+    # jupiter turns carry no datarus tags: the structural reward is 0, weighted 1 at the first step, 0.1 at the last
+    assert reward(run, datarus, 0) == pytest.approx(0.0)
+    assert reward(run, datarus, 2) == pytest.approx(0.9 * 1.0)

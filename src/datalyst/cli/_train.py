@@ -74,6 +74,10 @@ def rl_command(
     temperature: Annotated[float, typer.Option()] = 0.7,
     max_turns: Annotated[int, typer.Option()] = 6,
     max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = 768,
+    hrm: Annotated[
+        Path | None, typer.Option(help="A reward model (train hrm) whose score joins the answer reward.")
+    ] = None,
+    hrm_weight: Annotated[float, typer.Option(help="Weight of the reward model's score.")] = 0.5,
     structure: Annotated[bool, typer.Option(help="Add Datarus's tag reward on a cosine curriculum.")] = False,
     concurrency: Annotated[int, typer.Option(help="Runs at once.")] = 4,
     seed: Annotated[int, typer.Option()] = 0,
@@ -85,7 +89,8 @@ def rl_command(
         algo=algo, expert=str(expert) if expert else None, exclude=[str(path) for path in exclude or []],
         dialect=dialect, steps=steps, prompts=prompts, group_size=group_size, oversample=oversample,
         mini_batches=mini_batches, lr=lr, temperature=temperature, max_turns=max_turns, max_tokens=max_tokens,
-        structure=structure, concurrency=concurrency, seed=seed, precision=precision,
+        hrm=str(hrm) if hrm else None, hrm_weight=hrm_weight, structure=structure, concurrency=concurrency,
+        seed=seed, precision=precision,
     )  # fmt: skip
     result = train_rl(config, out)
     console.print(f"{result.steps} steps, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")

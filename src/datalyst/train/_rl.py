@@ -22,11 +22,11 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from datalyst.agent import Agent, AgentConfig, get_dialect, training_example
+from datalyst.agent import Agent, AgentConfig, Trajectory, get_dialect, training_example
 from datalyst.curate import RunFolder, read_curated
 from datalyst.errors import ConfigError
 from datalyst.llm import ChatModel, ChatTokenizer, ModelKind, SamplingParams, load_model, resolve_spec
@@ -34,6 +34,7 @@ from datalyst.provenance import write_manifest
 from datalyst.tasks import Task, read_tasks
 from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
 from datalyst.train._data import Example, to_example
+from datalyst.train._hrm import load_hrm
 from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
@@ -43,6 +44,14 @@ from datalyst.train._runtime import Runtime, start_runtime
 from datalyst.train._schedules import sft_weight, structure_weight
 
 Algorithm = Literal["grpo", "dapo", "dapo+sft"]
+
+
+class TrajectoryScorer(Protocol):
+    """What RL needs of a reward model: a score in [-1, 1] for a whole run (``load_hrm`` gives one)."""
+
+    def score(self, trajectory: Trajectory) -> float: ...
+
+
 RolloutModel = Callable[[Any, int], ChatModel]
 """Given the policy and the step, the chat model the agent samples with (closed after the step's rollouts
 unless it is the policy itself)."""
@@ -78,6 +87,9 @@ class RLConfig(BaseModel):
     max_tokens: int = 768
     l_min: int = L_MIN
     l_max: int = L_MAX
+    hrm: str | None = None
+    """A trained hierarchical reward model (``datalyst train hrm``) whose trajectory score joins the answer reward."""
+    hrm_weight: float = 0.5
     structure: bool = False
     """Add Datarus's tag reward (datarus dialect), weighted from 1 down to 0.1 over the run."""
     engine: Literal["auto", "llamacpp", "transformers"] = "auto"
@@ -111,6 +123,7 @@ def train_rl(
     policy = load_policy(config.model, lora=LoraOptions(dropout=0.0), adapter=config.adapter)
     tasks = rl_tasks(config)
     experts = expert_examples(config.expert, policy.chat_tokenizer) if config.algo == "dapo+sft" else {}
+    hrm = load_hrm(config.hrm) if config.hrm else None
     parameters = trainable_parameters(policy.model)
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=0.0)
     scheduler = runtime.torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)  # constant, as DataMind
@@ -129,7 +142,7 @@ def train_rl(
                 tasks, min(len(tasks), config.prompts * config.oversample)
             )
             collected = asyncio.run(_roll_out(sampler(policy, step), policy, drawn, config, step))
-            rewards = [[reward(run, config, step) for run in group] for group in collected.groups]
+            rewards = [[reward(run, config, step, hrm) for run in group] for group in collected.groups]
             gamma = sft_weight(step, config.steps) if config.algo == "dapo+sft" else 0.0
             figures = rl_update(model, collected, rewards, experts, policy.chat_tokenizer, runtime, optimizer,
                                 config=config, gamma=gamma)  # fmt: skip
@@ -182,10 +195,13 @@ def _engine(config: RLConfig, out: Path) -> RolloutModel:
     return llama_cpp
 
 
-def reward(run: Scored, config: RLConfig, step: int) -> float:
-    """Eq. 8 of the run; with ``structure``, blended with the tag reward of the agent's turns by the curriculum."""
+def reward(run: Scored, config: RLConfig, step: int, hrm: TrajectoryScorer | None = None) -> float:
+    """Eq. 8 of the run, plus ``hrm_weight`` times the reward model's score of it when there is one; with
+    ``structure``, this semantic reward is blended with the tag reward of the agent's turns by the curriculum."""
     semantic = datamind_reward(correct=run.correct, well_formed=run.well_formed, length=run.length,
                                l_min=config.l_min, l_max=config.l_max)  # fmt: skip
+    if hrm is not None:
+        semantic += config.hrm_weight * hrm.score(run.trajectory)
     if not config.structure:
         return semantic
     structural = tag_reward("".join(turn.text for turn in run.trajectory.turns))
