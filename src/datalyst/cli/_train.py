@@ -79,6 +79,7 @@ def rl_command(
     ] = None,
     hrm_weight: Annotated[float, typer.Option(help="Weight of the reward model's score.")] = 0.5,
     structure: Annotated[bool, typer.Option(help="Add Datarus's tag reward on a cosine curriculum.")] = False,
+    engine: Annotated[str, typer.Option(help="What samples the runs: auto, llamacpp or transformers.")] = "auto",
     concurrency: Annotated[int, typer.Option(help="Runs at once.")] = 4,
     seed: Annotated[int, typer.Option()] = 0,
     precision: Annotated[str, typer.Option(help="auto, bf16 or fp32.")] = "auto",
@@ -89,8 +90,8 @@ def rl_command(
         algo=algo, expert=str(expert) if expert else None, exclude=[str(path) for path in exclude or []],
         dialect=dialect, steps=steps, prompts=prompts, group_size=group_size, oversample=oversample,
         mini_batches=mini_batches, lr=lr, temperature=temperature, max_turns=max_turns, max_tokens=max_tokens,
-        hrm=str(hrm) if hrm else None, hrm_weight=hrm_weight, structure=structure, concurrency=concurrency,
-        seed=seed, precision=precision,
+        hrm=str(hrm) if hrm else None, hrm_weight=hrm_weight, structure=structure, engine=engine,
+        concurrency=concurrency, seed=seed, precision=precision,
     )  # fmt: skip
     result = train_rl(config, out)
     console.print(f"{result.steps} steps, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")
