@@ -138,3 +138,11 @@ def test_a_run_folder_refuses_other_settings(tiny_model: Path, tmp_path: Path) -
     train_sft(config(tiny_model, data), tmp_path / "run", progress=False)
     with pytest.raises(ConfigError, match="other settings \\(lr\\)"):
         train_sft(config(tiny_model, data, lr=1e-3), tmp_path / "run", progress=False)
+
+
+def test_a_base_spec_with_options_is_refused() -> None:
+    from datalyst.train._policy import hf_spec
+
+    assert hf_spec("hf:/models/x") == "hf:/models/x"
+    with pytest.raises(ConfigError, match="has options \\(adapter\\)"):
+        hf_spec("gguf:/models/x.gguf?adapter=/runs/sft/adapter")

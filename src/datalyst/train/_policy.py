@@ -33,6 +33,11 @@ class LoraOptions(BaseModel):
 def hf_spec(spec: str) -> str:
     """The ``hf:`` spec that loads ``spec``'s weights in transformers (an embedded model is fetched if missing)."""
     parsed = resolve_spec(spec)
+    if parsed.options:
+        raise ConfigError(
+            f"model spec '{spec}' has options ({', '.join(parsed.options)}); training takes the bare base model "
+            "(start from a trained adapter with --adapter)"
+        )
     if parsed.kind == ModelKind.EMBEDDED:
         return f"hf:{ensure_model(parsed.target)}"
     if parsed.kind in (ModelKind.GGUF, ModelKind.HF):
