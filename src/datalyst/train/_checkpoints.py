@@ -1,7 +1,8 @@
 """Checkpoints that resume a run exactly: trainable weights, optimizer, scheduler and random states.
 
 ``checkpoints/step-NNNNNN/`` holds ``trainable.safetensors`` (only what the optimizer updates: the
-LoRA layers, or every weight in full fine-tuning), ``optimizer.pt``, ``scheduler.pt``, one
+LoRA layers, or every weight in full fine-tuning), ``optimizer.pt`` (one per process under DeepSpeed
+ZeRO, whose processes each hold a shard), ``scheduler.pt``, one
 ``random-RANK.pt`` per process and, written last, ``state.json``: a folder without it is an interrupted
 save and is ignored. The data order needs nothing saved: it is a function of the seed and the step.
 Only the newest ``KEEP`` checkpoints are kept.
@@ -58,12 +59,15 @@ def save_checkpoint(
     folder = checkpoint_dir(out, step)
     folder.mkdir(parents=True, exist_ok=True)
     runtime.torch.save(runtime.random_state(), folder / f"random-{runtime.rank}.pt")
+    if runtime.sharded_optimizer:
+        runtime.torch.save(optimizer.state_dict(), folder / _optimizer_file(runtime))
     runtime.accelerator.wait_for_everyone()
     if runtime.is_main:
         save_file(
             {name: p.detach().contiguous().cpu() for name, p in parameters.items()}, folder / "trainable.safetensors"
         )
-        runtime.torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+        if not runtime.sharded_optimizer:
+            runtime.torch.save(optimizer.state_dict(), folder / _optimizer_file(runtime))
         runtime.torch.save(scheduler.state_dict(), folder / "scheduler.pt")
         write_atomic(folder / STATE, json.dumps({"step": step, "processes": runtime.world_size}))
         for old in sorted(path.parent for path in (out / "checkpoints").glob(f"step-*/{STATE}"))[:-KEEP]:
@@ -88,7 +92,14 @@ def load_checkpoint(folder: Path, parameters: dict[str, Any], optimizer: Any, sc
     with runtime.torch.no_grad():
         for name, parameter in parameters.items():
             parameter.copy_(saved[name])
-    optimizer.load_state_dict(runtime.torch.load(folder / "optimizer.pt", weights_only=True))
+    optimizer.load_state_dict(
+        runtime.torch.load(folder / _optimizer_file(runtime), weights_only=not runtime.sharded_optimizer)
+    )
     scheduler.load_state_dict(runtime.torch.load(folder / "scheduler.pt", weights_only=True))
     runtime.set_random_state(runtime.torch.load(folder / f"random-{runtime.rank}.pt", weights_only=False))
     return int(state["step"])
+
+
+def _optimizer_file(runtime: Any) -> str:
+    """One optimizer file, or one per process when each holds only its shard of the state (ZeRO)."""
+    return f"optimizer-{runtime.rank}.pt" if runtime.sharded_optimizer else "optimizer.pt"

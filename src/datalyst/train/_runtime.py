@@ -46,8 +46,17 @@ class Runtime:
         device_type = "cuda" if self.device.startswith("cuda") else "cpu"
         return self.torch.autocast(device_type, dtype=self.torch.bfloat16, enabled=self.precision == "bf16")
 
+    @property
+    def sharded_optimizer(self) -> bool:
+        """Under DeepSpeed ZeRO each process holds only its part of the optimizer state."""
+        return self.accelerator.distributed_type == "DEEPSPEED"
+
     def accumulating(self, model: Any, *, last: bool) -> contextlib.AbstractContextManager[None]:
         """Skip the gradient all-reduce on every micro-batch but the last of a step."""
+        if self.sharded_optimizer:
+            # DeepSpeed reduces and steps inside backward at an accumulation boundary: mark the step's last one.
+            self.accelerator.gradient_state._set_sync_gradients(last)
+            return contextlib.nullcontext()
         return contextlib.nullcontext() if last or self.world_size == 1 else self.accelerator.no_sync(model)
 
     def backward(self, loss: Any) -> None:
