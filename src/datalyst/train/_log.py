@@ -27,6 +27,11 @@ def read_log(path: Path) -> list[StepLog]:
     return read_appended(path, StepLog, what="a training step", fix="remove that line and resume the run")
 
 
+def append_log(path: Path, entry: StepLog) -> None:
+    with path.open("a", encoding="utf-8") as log:
+        log.write(entry.model_dump_json() + "\n")
+
+
 def trim_log(path: Path, steps: int) -> None:
     """Drop the lines of steps after ``steps`` (written before a crash, after the last checkpoint)."""
     kept = [entry for entry in read_log(path) if entry.step <= steps]

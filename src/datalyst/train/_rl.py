@@ -35,7 +35,7 @@ from datalyst.tasks import Task, read_tasks
 from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
 from datalyst.train._data import Example, to_example
 from datalyst.train._hrm import load_hrm
-from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._log import StepLog, append_log, plot_curve, read_log, trim_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
@@ -150,8 +150,7 @@ def train_rl(
             entry = StepLog(step=step + 1, loss=figures.pop("loss"), lr=config.lr, tokens=int(figures.pop("tokens")),
                             seconds=time.perf_counter() - began, figures=figures)  # fmt: skip
             if runtime.is_main:
-                with (out / "log.jsonl").open("a", encoding="utf-8") as log:
-                    log.write(entry.model_dump_json() + "\n")
+                append_log(out / "log.jsonl", entry)
             save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
             advance(reward=figures["reward/mean"], right=figures["correct/mean"])
     log = read_log(out / "log.jsonl")

@@ -35,7 +35,7 @@ from datalyst.llm import ChatMessage, ChatTokenizer
 from datalyst.provenance import write_manifest
 from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
 from datalyst.train._data import Example, step_batch, steps_per_epoch
-from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._log import StepLog, append_log, plot_curve, read_log, trim_log
 from datalyst.train._model_losses import preference_loss, value_loss
 from datalyst.train._policy import load_policy, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
@@ -131,8 +131,7 @@ def fit(
             scheduler.step()
             entry = StepLog(step=step + 1, loss=loss, lr=lr, tokens=tokens, seconds=time.perf_counter() - began)
             if runtime.is_main:
-                with (out / "log.jsonl").open("a", encoding="utf-8") as log:
-                    log.write(entry.model_dump_json() + "\n")
+                append_log(out / "log.jsonl", entry)
             if (step + 1) % save_every == 0 or step + 1 == total:
                 save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
             advance(loss=loss)

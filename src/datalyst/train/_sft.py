@@ -29,7 +29,7 @@ from datalyst.files import write_atomic
 from datalyst.provenance import write_manifest
 from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
 from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
-from datalyst.train._log import StepLog, plot_curve, read_log, trim_log
+from datalyst.train._log import StepLog, append_log, plot_curve, read_log, trim_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
@@ -106,8 +106,7 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
             seconds = time.perf_counter() - began
             entry = StepLog(step=step + 1, loss=loss, lr=lr, tokens=tokens, seconds=seconds)
             if runtime.is_main:
-                with (out / "log.jsonl").open("a", encoding="utf-8") as log:
-                    log.write(entry.model_dump_json() + "\n")
+                append_log(out / "log.jsonl", entry)
             if (step + 1) % save_every == 0 or step + 1 == total:
                 save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
             advance(loss=loss, tokens_per_s=tokens / seconds)
