@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.files import write_atomic
+from datalyst.train._log import trim_log
 
 KEEP = 2
 STATE = "state.json"
@@ -103,3 +104,13 @@ def load_checkpoint(folder: Path, parameters: dict[str, Any], optimizer: Any, sc
 def _optimizer_file(runtime: Any) -> str:
     """One optimizer file, or one per process when each holds only its shard of the state (ZeRO)."""
     return f"optimizer-{runtime.rank}.pt" if runtime.sharded_optimizer else "optimizer.pt"
+
+
+def resume(out: Path, parameters: dict[str, Any], optimizer: Any, scheduler: Any, runtime: Any) -> int:
+    """Restore run folder ``out``'s newest checkpoint, if any, and cut its log back to it; the steps already done."""
+    checkpoint = latest_checkpoint(out)
+    if checkpoint is None:
+        return 0
+    done = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
+    trim_log(out / "log.jsonl", done)
+    return done

@@ -32,10 +32,10 @@ from datalyst.errors import ConfigError
 from datalyst.llm import ChatModel, ChatTokenizer, ModelKind, SamplingParams, load_model, resolve_spec
 from datalyst.provenance import write_manifest
 from datalyst.tasks import Task, read_tasks
-from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
+from datalyst.train._checkpoints import resume, save_checkpoint, start_run
 from datalyst.train._data import Example, to_example
 from datalyst.train._hrm import load_hrm
-from datalyst.train._log import StepLog, append_log, plot_curve, read_log, trim_log
+from datalyst.train._log import StepLog, append_log, plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
@@ -130,10 +130,7 @@ def train_rl(
     model, optimizer = runtime.prepare(policy.model, optimizer)
     policy.device = runtime.device  # where prepare put the weights: generation must feed them there
     model.eval()  # no dropout: old and new log-probabilities agree until the weights move
-    start = 0
-    if checkpoint := latest_checkpoint(out):
-        start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
-        trim_log(out / "log.jsonl", start)
+    start = resume(out, parameters, optimizer, scheduler, runtime)
     sampler = rollout_model or _engine(config, out)
     with runtime.progress(config.steps, start, enabled=progress) as advance:
         for step in range(start, config.steps):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -33,9 +32,10 @@ from datalyst.errors import DataFileError
 from datalyst.files import write_atomic
 from datalyst.llm import ChatMessage, ChatTokenizer
 from datalyst.provenance import write_manifest
-from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
+from datalyst.train._checkpoints import start_run
 from datalyst.train._data import Example, step_batch, steps_per_epoch
-from datalyst.train._log import StepLog, append_log, plot_curve, read_log, trim_log
+from datalyst.train._log import plot_curve, read_log
+from datalyst.train._loop import train_steps
 from datalyst.train._model_losses import preference_loss, value_loss
 from datalyst.train._policy import load_policy, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
@@ -115,26 +115,16 @@ def fit(
     optimizer = torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = cosine_with_warmup(optimizer, warmup=math.ceil(config.warmup_ratio * total), total=total)
     model, optimizer = runtime.prepare(scorer, optimizer)  # on this process's device
-    start = 0
-    if checkpoint := latest_checkpoint(out):
-        start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
-        trim_log(out / "log.jsonl", start)
     tokenizer = policy.tokenizer
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    with runtime.progress(total, start, enabled=progress) as advance:
-        for step in range(start, total):
-            began = time.perf_counter()
-            batch = step_batch(items, step, batch_size=config.batch_size, seed=config.seed)
-            loss, tokens = scorer_step(model, batch, runtime, pad_id=pad_id)
-            lr = scheduler.get_last_lr()[0]
-            runtime.clip_and_step(model, optimizer, config.max_grad_norm)
-            scheduler.step()
-            entry = StepLog(step=step + 1, loss=loss, lr=lr, tokens=tokens, seconds=time.perf_counter() - began)
-            if runtime.is_main:
-                append_log(out / "log.jsonl", entry)
-            if (step + 1) % save_every == 0 or step + 1 == total:
-                save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
-            advance(loss=loss)
+
+    def step_fn(step: int) -> tuple[float, int]:
+        batch = step_batch(items, step, batch_size=config.batch_size, seed=config.seed)
+        return scorer_step(model, batch, runtime, pad_id=pad_id)
+
+    train_steps(out, step_fn, total=total, model=model, optimizer=optimizer, scheduler=scheduler,
+                parameters=parameters, runtime=runtime, max_grad_norm=config.max_grad_norm, save_every=save_every,
+                progress=progress)  # fmt: skip
     return _finish(config, out, runtime.unwrap(model), runtime, name=name, outputs=outputs, title=title,
                    items=len(items), too_long=too_long)  # fmt: skip
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -27,10 +26,11 @@ from pydantic import BaseModel
 
 from datalyst.files import write_atomic
 from datalyst.provenance import write_manifest
-from datalyst.train._checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint, start_run
+from datalyst.train._checkpoints import start_run
 from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
-from datalyst.train._log import StepLog, append_log, plot_curve, read_log, trim_log
+from datalyst.train._log import plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
+from datalyst.train._loop import train_steps
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
 
@@ -88,28 +88,17 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = cosine_with_warmup(optimizer, warmup=math.ceil(config.warmup_ratio * total), total=total)
     model, optimizer = runtime.prepare(policy.model, optimizer)
-    start = 0
-    if checkpoint := latest_checkpoint(out):
-        start = load_checkpoint(checkpoint, parameters, optimizer, scheduler, runtime)
-        trim_log(out / "log.jsonl", start)
     pad_id = (
         policy.tokenizer.pad_token_id if policy.tokenizer.pad_token_id is not None else policy.tokenizer.eos_token_id
     )
-    with runtime.progress(total, start, enabled=progress) as advance:
-        for step in range(start, total):
-            began = time.perf_counter()
-            batch = step_batch(examples, step, batch_size=config.batch_size, seed=config.seed)
-            loss, tokens = sft_step(model, batch, runtime, max_batch_tokens=config.max_batch_tokens, pad_id=pad_id)
-            lr = scheduler.get_last_lr()[0]  # the rate this step's update uses
-            runtime.clip_and_step(model, optimizer, config.max_grad_norm)
-            scheduler.step()
-            seconds = time.perf_counter() - began
-            entry = StepLog(step=step + 1, loss=loss, lr=lr, tokens=tokens, seconds=seconds)
-            if runtime.is_main:
-                append_log(out / "log.jsonl", entry)
-            if (step + 1) % save_every == 0 or step + 1 == total:
-                save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
-            advance(loss=loss, tokens_per_s=tokens / seconds)
+
+    def step_fn(step: int) -> tuple[float, int]:
+        batch = step_batch(examples, step, batch_size=config.batch_size, seed=config.seed)
+        return sft_step(model, batch, runtime, max_batch_tokens=config.max_batch_tokens, pad_id=pad_id)
+
+    train_steps(out, step_fn, total=total, model=model, optimizer=optimizer, scheduler=scheduler,
+                parameters=parameters, runtime=runtime, max_grad_norm=config.max_grad_norm, save_every=save_every,
+                progress=progress)  # fmt: skip
     return _finish(config, out, policy, runtime, examples, selection_counts=selection.model_dump(exclude={"examples"}))
 
 
