@@ -146,3 +146,18 @@ def test_a_base_spec_with_options_is_refused() -> None:
     assert hf_spec("hf:/models/x") == "hf:/models/x"
     with pytest.raises(ConfigError, match="has options \\(adapter\\)"):
         hf_spec("gguf:/models/x.gguf?adapter=/runs/sft/adapter")
+
+
+def test_full_fine_tuning_trains_every_weight_and_saves_a_model_folder(tiny_model: Path, tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    data = write_examples(tmp_path / "e.jsonl", 4)
+    result = train_sft(
+        config(tiny_model, data, lora=None, epochs=4, warmup_ratio=0.0), tmp_path / "run", progress=False
+    )
+    log = read_log(tmp_path / "run" / "log.jsonl")
+    assert result.weights == tmp_path / "run" / "model" and log[-1].loss < log[0].loss
+    trained = AutoModelForCausalLM.from_pretrained(result.weights)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model)
+    assert all(not torch.equal(a, b) for a, b in zip(trained.parameters(), base.parameters(), strict=True))
+    assert (result.weights / "tokenizer.json").is_file()
