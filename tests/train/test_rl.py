@@ -167,3 +167,29 @@ def test_the_reward_adds_the_reward_models_score_and_follows_the_tag_curriculum(
     # jupiter turns carry no datarus tags: the structural reward is 0, weighted 1 at the first step, 0.1 at the last
     assert reward(run, datarus, 0) == pytest.approx(0.0)
     assert reward(run, datarus, 2) == pytest.approx(0.9 * 1.0)
+
+
+def test_dapo_sft_also_learns_from_the_expert_trajectories_of_dropped_groups(
+    tiny_model, examples_dir, tmp_path
+) -> None:
+    from datalyst.agent import Agent, AgentConfig
+    from datalyst.curate import Curated, Stratum
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl", examples_dir, 2)
+    expert_run = tmp_path / "expert"
+    expert_run.mkdir()
+    with (expert_run / "kept.jsonl").open("w") as kept:
+        for line in tasks.read_text().splitlines():
+            task = Task.model_validate_json(line)
+            agent = Agent(ReplayModel([RIGHT]), AgentConfig(dialect="jupiter", max_turns=1))
+            trajectory = asyncio.run(agent.arun(task))
+            record = Curated(id=trajectory.id, trajectory=trajectory, selected_by="expert",
+                             stratum=Stratum.SUCCESS, overthinking=0.0)  # fmt: skip
+            kept.write(record.model_dump_json() + "\n")
+    settings = config(tiny_model, tasks, algo="dapo+sft", expert=str(expert_run), steps=2, prompts=1, oversample=2)
+    # every group agrees (all right): both tasks are drawn and dropped, so only the SFT term trains
+    train_rl(settings, tmp_path / "run", rollout_model=scripted([RIGHT] * 4), progress=False)
+    first, last = read_log(tmp_path / "run" / "log.jsonl")
+    assert first.figures["groups/dropped"] == 1.0 and first.figures["tasks/drawn"] == 2
+    assert first.figures["gamma"] == pytest.approx(0.9) and last.figures["gamma"] == pytest.approx(0.05)
+    assert first.loss > 0 and first.figures["clip_ratio/high"] == 0.0  # the loss is the SFT term alone

@@ -122,7 +122,7 @@ def train_rl(
     runtime = start_runtime(config.precision, seed=config.seed)
     policy = load_policy(config.model, lora=LoraOptions(dropout=0.0), adapter=config.adapter)
     tasks = rl_tasks(config)
-    experts = expert_examples(config.expert, policy.chat_tokenizer) if config.algo == "dapo+sft" else {}
+    experts = expert_trajectories(config.expert) if config.algo == "dapo+sft" else {}
     hrm = load_hrm(config.hrm) if config.hrm else None
     parameters = trainable_parameters(policy.model)
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=0.0)
@@ -208,7 +208,7 @@ def rl_update(
     model: Any,
     collected: Collected,
     rewards: Sequence[Sequence[float]],
-    experts: dict[str, Example],
+    experts: dict[str, Trajectory],
     tokenizer: ChatTokenizer,
     runtime: Runtime,
     optimizer: Any,
@@ -237,7 +237,8 @@ def rl_update(
         indices = range(part, len(sequences), config.mini_batches)
         policy_runs = [(example, advantage, old[id(example)]) for i in indices for example, advantage in sequences[i]]
         tasks = [collected.groups[i][0].trajectory.task.id for i in indices]
-        sft_runs = [experts[task] for task in tasks if task in experts] if gamma > 0 else []
+        drawn = [experts[task] for task in tasks if task in experts] if gamma > 0 else []
+        sft_runs = [to_example(training_example(trajectory, tokenizer)) for trajectory in drawn]
         if not policy_runs and not sft_runs:
             continue
         loss, stats = accumulate(model, policy_runs, sft_runs, runtime, algo=algo, gamma=gamma,
@@ -307,15 +308,14 @@ def rl_tasks(config: RLConfig) -> list[Task]:
     return usable
 
 
-def expert_examples(run: str | None, tokenizer: ChatTokenizer) -> dict[str, Example]:
-    """The first kept trajectory of each task in curation run ``run``, as a training example, by task id."""
+def expert_trajectories(run: str | None) -> dict[str, Trajectory]:
+    """The first kept trajectory of each task in curation run ``run``, by task id (tokenized when drawn)."""
     if run is None:
         raise ConfigError("dapo+sft needs expert trajectories for its SFT term; give a curation run with --expert")
-    examples: dict[str, Example] = {}
+    experts: dict[str, Trajectory] = {}
     for record in read_curated(RunFolder(Path(run))):
-        if record.trajectory.task.id not in examples:
-            examples[record.trajectory.task.id] = to_example(training_example(record.trajectory, tokenizer))
-    return examples
+        experts.setdefault(record.trajectory.task.id, record.trajectory)
+    return experts
 
 
 def _logprobs(model: Any, example: Example, runtime: Runtime) -> Any:
