@@ -32,7 +32,9 @@ def sft_command(
     epochs: Annotated[int, typer.Option()] = 1,
     batch_size: Annotated[int, typer.Option(help="Examples per optimizer step (over all processes).")] = 16,
     max_length: Annotated[int, typer.Option(help="Longer examples are left out, not cut.")] = 4096,
-    max_batch_tokens: Annotated[int, typer.Option(help="Padded tokens per forward pass.")] = 4096,
+    max_batch_tokens: Annotated[
+        int, typer.Option(help="Padded tokens per forward pass; 0 = one example per pass (best on a CPU).")
+    ] = 0,
     limit: Annotated[int | None, typer.Option(help="Train on this many examples, drawn by seed.")] = None,
     seed: Annotated[int, typer.Option()] = 0,
     precision: Annotated[str, typer.Option(help="auto (bf16 where the hardware has it), bf16 or fp32.")] = "auto",
