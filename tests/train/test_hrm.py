@@ -91,7 +91,6 @@ def test_preference_pairs_go_round_robin() -> None:
     assert preference_pairs([e for e in whole if e.label == -1.0]) == []
 
 
-@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")  # peft loading an adapter
 def test_training_scores_successes_above_failures(tiny_model: Path, tmp_path: Path) -> None:
     (tmp_path / "samples.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in runs()))
     config = HRMConfig(trajectories=[str(tmp_path)], model=f"hf:{tiny_model}", batch_size=15, epochs=8, lr=5e-2,

@@ -28,7 +28,6 @@ from datalyst.train._value import (
 
 torch = pytest.importorskip("torch")
 # peft 0.21 reads transformers' deprecated is_gradient_checkpointing when it loads a saved adapter
-LOADS_ADAPTER = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 
 SUMS = Task(id="sums", question="What is the total?", answer=4, judge="rule")
 OPEN = Task(id="open", question="What stands out?")
@@ -115,7 +114,6 @@ def test_the_head_stays_in_range_and_ignores_padding(tiny_model: Path) -> None:
     assert torch.allclose(both[1], alone[0], atol=1e-6)  # padding is left out of the mean
 
 
-@LOADS_ADAPTER
 def test_training_moves_predictions_toward_their_targets(tiny_model: Path, tmp_path: Path) -> None:
     examples = states(4)
     write_value_examples(tmp_path / "values.jsonl", examples)
@@ -136,7 +134,6 @@ def test_training_moves_predictions_toward_their_targets(tiny_model: Path, tmp_p
     assert (tmp_path / "run" / "loss.png").is_file() and (tmp_path / "run" / "train.manifest.json").is_file()
 
 
-@LOADS_ADAPTER
 def test_a_saved_value_model_loads_with_identical_scores(tiny_model: Path, tmp_path: Path) -> None:
     from datalyst.train._scorer import LoadedScorer, Scorer, ScoringCard, save_scorer
 

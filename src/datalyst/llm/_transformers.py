@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +315,9 @@ def _check_adapter(folder: Path) -> Path:
     try:
         import peft  # noqa: F401
     except ImportError as exc:
-        raise ModelUnavailable(f"hf: adapters need the Python package 'peft' ({exc}); pip install peft") from exc
+        raise ModelUnavailable(
+            f"hf: adapters need the Python package 'peft' ({exc}); pip install 'datalyst[hf,train]'"
+        ) from exc
     return folder
 
 
@@ -323,7 +326,9 @@ def _merge_adapter(model: Any, folder: Path) -> Any:
     from peft import PeftModel
 
     try:
-        return PeftModel.from_pretrained(model, str(folder)).merge_and_unload().eval()
+        with warnings.catch_warnings():  # peft 0.21 reads a transformers alias deprecated in 5.x (FutureWarning)
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            return PeftModel.from_pretrained(model, str(folder)).merge_and_unload().eval()
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ConfigError(f"peft cannot apply the adapter {folder} to this model ({exc})") from exc
 
