@@ -27,4 +27,4 @@ def test_rl_runs_a_step_with_the_policy_sampling(datalyst, tiny_model, examples_
                     "--algo", "grpo", "--steps", "1", "--prompts", "1", "--group-size", "2", "--max-turns", "1",
                     "--max-tokens", "8", "--precision", "fp32")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "1 steps, mean reward" in done.stderr and (tmp_path / "rl" / "reward.png").is_file()
+    assert "1 step, mean reward" in done.stderr and (tmp_path / "rl" / "reward.png").is_file()

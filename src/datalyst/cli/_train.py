@@ -50,7 +50,7 @@ def sft_command(
     result = train_sft(config, out, save_every=save_every)
     rate = result.tokens / result.seconds if result.seconds else 0.0
     console.print(
-        f"{result.steps} steps over {result.examples} examples, {result.tokens:,} tokens at {rate:.1f} tokens/s; "
+        f"{_steps(result.steps)} over {result.examples} examples, {result.tokens:,} tokens at {rate:.1f} tokens/s; "
         f"final loss {result.final_loss:.4f}; weights in {result.weights}"
     )
 
@@ -96,7 +96,7 @@ def rl_command(
         concurrency=concurrency, seed=seed, precision=precision,
     )  # fmt: skip
     result = train_rl(config, out)
-    console.print(f"{result.steps} steps, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")
+    console.print(f"{_steps(result.steps)}, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")
 
 
 @train_app.command("convert")
@@ -108,3 +108,7 @@ def convert_command(
     """Convert a LoRA adapter for llama.cpp (train sft and rl do it themselves for GGUF bases)."""
     path = adapter_to_gguf(adapter, base=base, outtype=outtype)  # type: ignore[arg-type]
     console.print(f"wrote {path}; run it with --model '{base}?adapter={adapter}'")
+
+
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
