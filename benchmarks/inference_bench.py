@@ -1,6 +1,7 @@
 """Local inference speed: our llama.cpp backend against llama.cpp's own tools, on the same GGUF and threads.
 
     python benchmarks/inference_bench.py [--models small,tiny] [--threads N] [--json out.json]
+    python benchmarks/inference_bench.py --adapter small=runs/train/sft/adapter   # what a LoRA adapter costs
 
 Set-up (once, cached under ``$DATALYST_CACHE/bench``): the llama.cpp carried by the source distribution of
 the installed llama-cpp-python (``datalyst.llm.llama_cpp_source``) is built with CMake for this
@@ -20,6 +21,10 @@ For each model, in one run:
    ``llama-batched-bench``'s;
 5. while a cell runs: our generation tokens/s with one core kept busy by another process: with the
    default thread count (the free cores), every core's threads and one fewer.
+
+``--adapter MODEL=FOLDER`` measures instead what a trained LoRA adapter (``MODEL?adapter=FOLDER``) costs:
+single-stream prompt and generation tokens/s and 4-at-once generation tokens/s, the base and the adapter
+alternated ``REPEATS`` times in one run, and their ratios.
 """
 
 from __future__ import annotations
@@ -130,12 +135,17 @@ async def timed(model: Any, messages: list[ChatMessage], **params: Any) -> tuple
 
 
 async def single_stream(
-    gguf: Path, threads: int | None, prompt_tokens: int, gen_tokens: int, repeats: int = REPEATS
+    gguf: Path,
+    threads: int | None,
+    prompt_tokens: int,
+    gen_tokens: int,
+    repeats: int = REPEATS,
+    adapter: Path | None = None,
 ) -> tuple[float, float]:
     """Prompt tokens/s of a cold prompt of ``prompt_tokens``; generation tokens/s after a short prompt, as
     llama-bench measures it (generation slows as the context grows). Each is the mean over ``repeats``
     runs, as llama-bench's ``avg_ts``."""
-    model = LlamaCppModel(gguf, n_threads=threads, parallel=1)
+    model = LlamaCppModel(gguf, n_threads=threads, parallel=1, adapter=adapter)
     try:
         short = filler_prompt(0)
         await timed(model, short, max_tokens=1)  # the weights are read in once (llama-bench warms up too)
@@ -210,11 +220,11 @@ async def shared_prefix(gguf: Path, threads: int, messages: list[ChatMessage]) -
 
 
 async def batching(
-    gguf: Path, threads: int, gen_tokens: int, prompt_tokens: int, counts: tuple[int, ...]
+    gguf: Path, threads: int, gen_tokens: int, prompt_tokens: int, counts: tuple[int, ...], adapter: Path | None = None
 ) -> tuple[dict[int, float], int]:
     """Aggregate generation tokens/s with each count of different prompts of about ``prompt_tokens`` at
     once, and how many tokens a prompt had."""
-    model = LlamaCppModel(gguf, n_threads=threads, parallel=max(counts))
+    model = LlamaCppModel(gguf, n_threads=threads, parallel=max(counts), adapter=adapter)
     speeds = {}
     try:
         for k in counts:
@@ -242,6 +252,23 @@ async def while_busy(gguf: Path, threads: int, gen_tokens: int) -> dict[int, flo
     finally:
         spinner.kill()
         spinner.wait()
+
+
+async def adapter_cost(name: str, adapter: Path, args: argparse.Namespace) -> dict:
+    """The base model against ``name?adapter=FOLDER``, alternated, each figure the mean of ``REPEATS`` runs."""
+    gguf = model_path(name)
+    print(f"\n== {name} with the adapter {adapter}, {args.threads} threads", flush=True)
+    runs: dict[str, list[tuple[float, float, float]]] = {"base": [], "adapter": []}
+    for _ in range(REPEATS):
+        for label, path in (("base", None), ("adapter", adapter)):
+            pp, tg = await single_stream(gguf, args.threads, args.prompt_tokens, args.gen_tokens, 1, path)
+            four, _ = await batching(gguf, args.threads, args.gen_tokens, 0, (4,), path)
+            runs[label].append((pp, tg, four[4]))
+    means = {label: [statistics.mean(run[i] for run in values) for i in range(3)] for label, values in runs.items()}
+    for i, what in enumerate(("prompt tokens/s", "generation tokens/s", "4 at once tokens/s")):
+        base, adapted = means["base"][i], means["adapter"][i]
+        print(f"{what:22} base {base:7.1f}   adapter {adapted:7.1f}   ratio {adapted / base:.2f}")
+    return {"adapter": str(adapter), "base": means["base"], "with_adapter": means["adapter"]}
 
 
 # ---------------------------------------------------------------- the run
@@ -290,7 +317,14 @@ def main() -> None:
     parser.add_argument("--gen-tokens", type=int, default=128)
     parser.add_argument("--llama-tools", type=Path, help="a folder with llama-bench and llama-batched-bench")
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--adapter", help="MODEL=FOLDER: measure only what this LoRA adapter costs the model")
     args = parser.parse_args()
+    if args.adapter:
+        name, folder = args.adapter.split("=", 1)
+        results = {name: asyncio.run(adapter_cost(name, Path(folder), args))}
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
     tools = args.llama_tools or build_tools(cache_dir() / "bench")
     results = {name: asyncio.run(bench_model(name, tools, args)) for name in args.models.split(",")}
     if args.json:
