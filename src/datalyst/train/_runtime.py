@@ -70,8 +70,18 @@ class Runtime:
         norm = self.accelerator.clip_grad_norm_(model.parameters(), max_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        _release_freed_memory()
+        self.release_memory()
         return float(norm)
+
+    @staticmethod
+    def release_memory() -> None:
+        """Give the pages of freed blocks back to the system (glibc's ``malloc_trim``; nothing elsewhere).
+
+        Activations of ever-different lengths leave holes in glibc's heaps: an SFT run of the small model whose
+        longest example needs about 14 GB grew to this machine's 24 GB and was killed in its tenth step. The
+        trainers call this after every forward and backward pass."""
+        if _MALLOC_TRIM is not None:
+            _MALLOC_TRIM(0)
 
     def sum(self, value: float) -> float:
         """``value`` summed over every process."""
@@ -109,20 +119,9 @@ class Runtime:
             yield advance
 
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c")) if sys.platform == "linux" else None
-_M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 1 << 20
-"""Allocations from 1 MiB up are mapped and unmapped on their own. glibc otherwise raises this threshold as
-large blocks are freed and serves them from its heaps, where activations of ever-different lengths leave
-holes: an SFT run of the small model whose longest example needs about 14 GB was killed at this machine's
-24 GB in its tenth step."""
-
-
-def _release_freed_memory() -> None:
-    """Give the pages of freed blocks back to the system (glibc's ``malloc_trim``), as tensors of changing
-    shapes otherwise fragment its heaps."""
-    if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
-        _LIBC.malloc_trim(0)
+_LIBC_PATH = ctypes.util.find_library("c") if sys.platform == "linux" else None
+_MALLOC_TRIM = getattr(ctypes.CDLL(_LIBC_PATH), "malloc_trim", None) if _LIBC_PATH else None
+"""glibc's ``malloc_trim`` (None on other C libraries and systems)."""
 
 
 def start_runtime(precision: str, *, seed: int) -> Runtime:
@@ -133,8 +132,6 @@ def start_runtime(precision: str, *, seed: int) -> Runtime:
     except ModuleNotFoundError as exc:
         raise ModelUnavailable(f"training needs {exc.name}; {INSTALL_FIX}") from None
     resolved = resolve_precision(precision, torch)
-    if _LIBC is not None and hasattr(_LIBC, "mallopt"):
-        _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
     accelerator = accelerate.Accelerator(cpu=not torch.cuda.is_available())
     accelerate.utils.set_seed(seed + accelerator.process_index)
     return Runtime(accelerator, torch, resolved)
