@@ -73,6 +73,11 @@ def add_lora(model: Any, options: LoraOptions) -> Any:
         return peft.get_peft_model(model, config)
 
 
+def pad_id(tokenizer: Any) -> int:
+    """The id that pads a batch: the tokenizer's pad token, else its end-of-sequence token."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
 def trainable_parameters(model: Any) -> dict[str, Any]:
     """The parameters the optimizer updates, by name (what a checkpoint must keep)."""
     return {name: parameter for name, parameter in model.named_parameters() if parameter.requires_grad}

@@ -18,7 +18,6 @@ pass). A step's loss is the weighted mean over its items. The run folder is SFT'
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,7 +36,7 @@ from datalyst.train._data import Example, step_batch, steps_per_epoch
 from datalyst.train._log import plot_curve, read_log
 from datalyst.train._loop import train_steps
 from datalyst.train._model_losses import preference_loss, value_loss
-from datalyst.train._policy import load_policy, trainable_parameters
+from datalyst.train._policy import load_policy, pad_id, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
 from datalyst.train._sft import collate, cosine_with_warmup
 from datalyst.train._value import ScorerConfig, ScorerResult
@@ -113,14 +112,13 @@ def fit(
     total = steps_per_epoch(len(items), config.batch_size) * config.epochs
     parameters = trainable_parameters(scorer)  # the LoRA layers and the head
     optimizer = torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = cosine_with_warmup(optimizer, warmup=math.ceil(config.warmup_ratio * total), total=total)
+    scheduler = cosine_with_warmup(optimizer, warmup_ratio=config.warmup_ratio, total=total)
     model, optimizer = runtime.prepare(scorer, optimizer)  # on this process's device
-    tokenizer = policy.tokenizer
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    padding = pad_id(policy.tokenizer)
 
     def step_fn(step: int) -> tuple[float, int]:
         batch = step_batch(items, step, batch_size=config.batch_size, seed=config.seed)
-        return scorer_step(model, batch, runtime, pad_id=pad_id)
+        return scorer_step(model, batch, runtime, pad_id=padding)
 
     train_steps(out, step_fn, total=total, model=model, optimizer=optimizer, scheduler=scheduler,
                 parameters=parameters, runtime=runtime, max_grad_norm=config.max_grad_norm, save_every=save_every,

@@ -32,7 +32,7 @@ from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, 
 from datalyst.train._log import plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._loop import train_steps
-from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
+from datalyst.train._policy import LoraOptions, load_policy, pad_id, save_weights, trainable_parameters
 from datalyst.train._runtime import Runtime, start_runtime
 
 Precision = Literal["auto", "bf16", "fp32"]
@@ -90,15 +90,13 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
     total = steps_per_epoch(len(examples), config.batch_size) * config.epochs
     parameters = trainable_parameters(policy.model)
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = cosine_with_warmup(optimizer, warmup=math.ceil(config.warmup_ratio * total), total=total)
+    scheduler = cosine_with_warmup(optimizer, warmup_ratio=config.warmup_ratio, total=total)
     model, optimizer = runtime.prepare(policy.model, optimizer)
-    pad_id = (
-        policy.tokenizer.pad_token_id if policy.tokenizer.pad_token_id is not None else policy.tokenizer.eos_token_id
-    )
+    padding = pad_id(policy.tokenizer)
 
     def step_fn(step: int) -> tuple[float, int]:
         batch = step_batch(examples, step, batch_size=config.batch_size, seed=config.seed)
-        return sft_step(model, batch, runtime, max_batch_tokens=config.max_batch_tokens, pad_id=pad_id)
+        return sft_step(model, batch, runtime, max_batch_tokens=config.max_batch_tokens, pad_id=padding)
 
     train_steps(out, step_fn, total=total, model=model, optimizer=optimizer, scheduler=scheduler,
                 parameters=parameters, runtime=runtime, max_grad_norm=config.max_grad_norm, save_every=save_every,
@@ -139,11 +137,14 @@ def collate(group: Sequence[Example], *, pad_id: int, torch: Any) -> tuple[Any, 
     return torch.tensor(ids), torch.tensor(mask), torch.tensor(labels)
 
 
-def cosine_with_warmup(optimizer: Any, *, warmup: int, total: int) -> Any:
-    """Linear warm-up to the optimizer's rate over ``warmup`` steps, then cosine decay to 0 at ``total``."""
+def cosine_with_warmup(optimizer: Any, *, warmup_ratio: float, total: int) -> Any:
+    """Linear warm-up to the optimizer's rate over the first ``warmup_ratio`` of ``total`` steps (rounded up),
+    then cosine decay to 0 at ``total``."""
     from transformers import get_cosine_schedule_with_warmup
 
-    return get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=warmup, num_training_steps=total)
+    return get_cosine_schedule_with_warmup(
+        optimizer, num_warmup_steps=math.ceil(warmup_ratio * total), num_training_steps=total
+    )
 
 
 def _finish(
