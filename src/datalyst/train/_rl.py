@@ -285,7 +285,6 @@ def accumulate(
                                     algo=algo, epsilon=epsilon, epsilon_high=epsilon_high)  # fmt: skip
         weight = (1 - gamma) * (logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs))
         runtime.backward(weight * loss)
-        runtime.release_memory()
         total += weight * loss.item()
         for name, value in clipped.items():
             stats[name].append(value)
@@ -295,7 +294,6 @@ def accumulate(
         weight = gamma * logprobs.shape[1] / sft_tokens
         loss = sft_loss(logprobs, torch.ones_like(logprobs))
         runtime.backward(weight * loss)
-        runtime.release_memory()
         total += weight * loss.item()
     return total, stats
 

@@ -158,7 +158,6 @@ def scorer_step(model: Any, batch: Sequence[Item], runtime: Runtime, *, pad_id: 
             runtime.backward(loss * item.weight * runtime.world_size / count)  # DDP averages over processes
         total += item.weight * loss.item()
         tokens += int(attention_mask.sum())
-        runtime.release_memory()
     return runtime.sum(total) / count, int(runtime.sum(float(tokens)))
 
 

@@ -121,7 +121,6 @@ def sft_step(
             runtime.backward(summed * runtime.world_size / counts)  # DDP averages gradients over processes
         loss_sum += summed.item()
         tokens += int(attention_mask.sum())
-        runtime.release_memory()
     return runtime.sum(loss_sum) / counts, int(runtime.sum(float(tokens)))
 
 
