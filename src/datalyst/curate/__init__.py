@@ -11,7 +11,6 @@ from datalyst.curate._consistency import (
     ConsistencyJudge,
     LLMConsistency,
     RuleConsistency,
-    answers_agree,
 )
 from datalyst.curate._decontaminate import BENCHMARK_QUESTION, BENCHMARK_TABLE, Decontaminator
 from datalyst.curate._dedup import Duplicate, deduplicate
@@ -73,7 +72,6 @@ __all__ = [
     "Strategy",
     "Stratum",
     "Verdict",
-    "answers_agree",
     "build_report",
     "deduplicate",
     "expert_tasks",

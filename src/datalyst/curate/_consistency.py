@@ -17,7 +17,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelResponseError
-from datalyst.judge import REL_TOL, extract_answers, rule_match
+from datalyst.judge import REL_TOL, answers_agree
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.prompts import prompt_templates
 
@@ -54,19 +54,6 @@ class ConsistencyJudge(Protocol):
     """Recorded with every verdict: ``rule`` or ``llm:<model spec>``."""
 
     async def acheck(self, question: str, attempts: Sequence[Attempt]) -> Agreement: ...
-
-
-def answers_agree(first: str, second: str) -> bool:
-    """Whether two answers say the same under the 3% rule and normalised text (``@name[value]`` part by part)."""
-    parts, other = extract_answers(first), extract_answers(second)
-    if parts or other:
-        return parts.keys() == other.keys() and all(_agree(parts[name], other[name]) for name in parts)
-    return _agree(first, second)
-
-
-def _agree(first: str, second: str) -> bool:
-    """Either side read as the gold value: a terse ``3.2`` agrees with ``the mean is 3.2``."""
-    return rule_match(first, second) or rule_match(second, first)
 
 
 class RuleConsistency:

@@ -2,6 +2,7 @@
 result tables, the 3% rule judge for free-form answers and an LLM judge, all behind one protocol
 (:class:`Judge`, chosen for a task by :func:`judge_for`); and DABench's official reformat step."""
 
+from datalyst.judge._agreement import answers_agree, majority_answer
 from datalyst.judge._dabench import (
     ANSWER_PATTERN,
     DABenchReport,
@@ -67,6 +68,7 @@ __all__ = [
     "TableBenchJudge",
     "TableBenchOverall",
     "TableBenchReport",
+    "answers_agree",
     "areformat_dabench",
     "csv_match",
     "dabench_dir",
@@ -79,6 +81,7 @@ __all__ = [
     "judge_sub_answers",
     "load_concepts",
     "load_labels",
+    "majority_answer",
     "parse_final_answer",
     "parse_judgement",
     "parse_tablebench_row",

@@ -34,6 +34,13 @@ class Judgement(BaseModel):
     correct: bool
     reason: str | None = None
     """What the judge saw beyond the score: wrong sub-answers, an SQL error, the judge model's reasoning."""
+    share: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The share of sub-answers that are right, where the answer has several (DABench's ``@name[value]``)."""
+
+    @property
+    def credit(self) -> float:
+        """Partial credit: the share of right sub-answers where there are several, else the score."""
+        return self.score if self.share is None else self.share
 
 
 @runtime_checkable
@@ -66,8 +73,12 @@ class DABenchJudge:
     async def ajudge(self, answer: str) -> Judgement:
         if not self.expected:
             return _all_or_nothing(False, "the task has no @name[value] answers to compare with")
-        wrong = [name for name, right in judge_sub_answers(answer, self.expected).items() if not right]
-        return _all_or_nothing(not wrong, f"wrong: {', '.join(wrong)}" if wrong else None)
+        verdicts = judge_sub_answers(answer, self.expected)
+        wrong = [name for name, right in verdicts.items() if not right]
+        reason = f"wrong: {', '.join(wrong)}" if wrong else None
+        return Judgement(
+            score=float(not wrong), correct=not wrong, reason=reason, share=sum(verdicts.values()) / len(verdicts)
+        )
 
 
 @dataclass(frozen=True)
