@@ -20,6 +20,7 @@ ALLOWED = {
     "curate": {"agent", "tasks", "judge", "llm", "synth"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "train": {"agent", "judge", "llm", "tasks", "curate"},
+    "search": {"agent", "train", "judge", "llm", "sandbox"},
     "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train"},
 }
 

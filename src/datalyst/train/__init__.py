@@ -15,6 +15,7 @@ from datalyst.train._value import (
     monte_carlo_values,
     read_sources,
     read_value_examples,
+    state_messages,
     train_value,
     write_value_examples,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "read_examples",
     "read_sources",
     "read_value_examples",
+    "state_messages",
     "train_hrm",
     "train_rl",
     "train_sft",

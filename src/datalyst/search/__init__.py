@@ -1,0 +1,21 @@
+"""Inference-time search (JUPITER): MCTS with PUCT over agent states in forked sandboxes, a value model to guide
+it, voting over the answers it finds, saved trees, and value data from them."""
+
+from datalyst.search._puct import LOST, backup, ending_reward, puct, select
+from datalyst.search._tree import SCHEMA_VERSION, Cost, Ending, Node, Tree
+from datalyst.search._value_data import PATHS_PER_OUTCOME, value_examples
+
+__all__ = [
+    "LOST",
+    "PATHS_PER_OUTCOME",
+    "SCHEMA_VERSION",
+    "Cost",
+    "Ending",
+    "Node",
+    "Tree",
+    "backup",
+    "ending_reward",
+    "puct",
+    "select",
+    "value_examples",
+]
