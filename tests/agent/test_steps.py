@@ -108,3 +108,25 @@ def test_the_last_allowed_turn_ends_the_state(sales_task):
     agent = Agent(ReplayModel(["still thinking"] * 3, per_turn=False), AgentConfig(max_turns=1))
     trajectory = asyncio.run(agent.arun(sales_task))
     assert trajectory.termination == Termination.MAX_TURNS and len(trajectory.turns) == 1
+
+
+def test_a_restored_state_has_the_conversation_variables_and_files_of_the_trajectory(sales_task):
+    cells = [
+        "Thought: Load.\nAction:\n```python\nx = 1\nopen('note.txt', 'w').write('hi')\n```",
+        "Thought: Break.\nAction:\n```python\nraise ValueError('no')\n```",
+    ]
+    agent = Agent(ReplayModel(cells, per_turn=True), AgentConfig(dialect="jupiter", max_turns=2))
+    trajectory = asyncio.run(agent.arun(sales_task))
+
+    async def restored_then_run() -> tuple:
+        state = await agent.restore(trajectory)
+        try:
+            sandbox = await state.sandbox.get()
+            return state, (await sandbox.arun_python("print(x + 1, open('note.txt').read())")).stdout
+        finally:
+            await state.sandbox.aclose()
+
+    state, printed = asyncio.run(restored_then_run())
+    assert printed.strip() == "2 hi"
+    assert [m.content for m in state.messages] == [m.content for m in to_messages(trajectory)]
+    assert state.errors_in_a_row == 1 and state.turns == trajectory.turns

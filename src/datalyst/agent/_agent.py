@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst import __version__
-from datalyst.agent._dialect import ActionKind, Dialect, PromptContext
+from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import get_dialect
-from datalyst.agent._export import observation_message
+from datalyst.agent._export import observation_message, to_messages
 from datalyst.agent._figures import collect_figures
 from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
 from datalyst.data import FileKind, describe, detect_kind
@@ -62,18 +62,31 @@ class AgentConfig(BaseModel):
 
 
 class PendingSandbox:
-    """A trajectory's sandbox, starting in a worker thread while the model writes the first turn.
+    """A trajectory's sandbox, starting (or forking) in a worker thread while the model writes.
 
     Awaiting it never cancels the start: a sandbox that finishes starting after its trajectory was
     cancelled is still closed by :meth:`aclose`, so nothing leaks.
     """
 
-    def __init__(self, files: list[str], config: AgentConfig, executor: Executor | None) -> None:
-        make = functools.partial(_started_sandbox, files, config, executor)
-        self._future = asyncio.get_running_loop().run_in_executor(executor, make)
+    def __init__(self, future: asyncio.Future[Sandbox]) -> None:
+        self._future = future
         # A start that fails after its trajectory was cancelled has no one left to await it: mark its
         # error as seen, so asyncio does not print it as "never retrieved" (awaiters still get it).
         self._future.add_done_callback(lambda future: future.cancelled() or future.exception())
+
+    @classmethod
+    def start(cls, files: list[str], config: AgentConfig, executor: Executor | None) -> PendingSandbox:
+        make = functools.partial(_started_sandbox, files, config, executor)
+        return cls(asyncio.get_running_loop().run_in_executor(executor, make))
+
+    def fork(self, executor: Executor | None) -> PendingSandbox:
+        """A sandbox of its own in this one's state (variables and files), made once this one has started."""
+
+        async def forked() -> Sandbox:
+            sandbox = await self.get()
+            return await asyncio.get_running_loop().run_in_executor(executor, sandbox.fork)
+
+        return PendingSandbox(asyncio.ensure_future(forked()))
 
     async def get(self) -> Sandbox:
         return await asyncio.shield(self._future)
@@ -91,7 +104,8 @@ class AgentState:
     """Where one trajectory stands: the conversation so far, its record, and its sandbox.
 
     States are values: :meth:`Agent.advance` returns a new one. Successors of a state share its
-    sandbox (session mode keeps variables in it), so advance only one successor of a state per sandbox.
+    sandbox (session mode keeps variables in it), so advance only one successor of a state per sandbox;
+    :meth:`Agent.branch` gives a state a forked sandbox of its own.
     """
 
     trajectory: Trajectory
@@ -161,7 +175,7 @@ class Agent:
             task, trial, system_prompt=system, first_message=first, guidance=added, termination=Termination.MAX_TURNS
         )
         messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
-        return AgentState(trajectory, messages, PendingSandbox(task.files, self.config, executor))
+        return AgentState(trajectory, messages, PendingSandbox.start(task.files, self.config, executor))
 
     def new_trajectory(self, task: Task, trial: int, **fields: object) -> Trajectory:
         """A trajectory of ``task`` by this agent, started now, with ``fields`` (prompts, termination, ...)."""
@@ -188,10 +202,18 @@ class Agent:
             params = params.model_copy(update={"seed": (params.seed + 100_003 * trial + index) % 2**31})
         return await self.model.agenerate(list(state.messages), params)
 
+    def read(self, completion: Completion) -> tuple[Completion, Step]:
+        """``completion`` kept up to its first action, and the step it takes."""
+        kept = completion.cut(self.dialect.action_end(completion.text))
+        return kept, self.dialect.parse(kept.text)
+
+    def branch(self, state: AgentState, executor: Executor | None = None) -> AgentState:
+        """``state`` with a sandbox of its own, forked from its sandbox: the two can then advance apart."""
+        return dataclasses.replace(state, sandbox=state.sandbox.fork(executor))
+
     async def advance(self, state: AgentState, completion: Completion, *, generation_s: float = 0.0) -> AgentState:
         """The state after ``completion``: the turn parsed, kept up to its first action, its code run and observed."""
-        kept = completion.cut(self.dialect.action_end(completion.text))
-        step = self.dialect.parse(kept.text)
+        kept, step = self.read(completion)
         turn = Turn(
             index=len(state.turns),
             raw=completion.text,
@@ -235,6 +257,26 @@ class Agent:
         if len(trajectory.turns) >= self.config.max_turns:
             return _ended(new, Termination.MAX_TURNS)
         return new
+
+    async def restore(self, trajectory: Trajectory, *, executor: Executor | None = None) -> AgentState:
+        """The state ``trajectory`` ended in, rebuilt: its conversation, and its cells run again in a fresh sandbox
+        (for variables and files; the record keeps what they printed the first time)."""
+        messages = tuple(ChatMessage(role=m.role, content=m.content) for m in to_messages(trajectory))
+        errors = 0
+        for turn in trajectory.turns:
+            if turn.kind == ActionKind.CODE:
+                errors = 0 if turn.result is not None and turn.result.ok else errors + 1
+        state = AgentState(trajectory, messages, PendingSandbox.start(trajectory.task.files, self.config, executor),
+                           errors_in_a_row=errors)  # fmt: skip
+        try:
+            sandbox = await state.sandbox.get()
+            for turn in trajectory.turns:
+                if turn.kind == ActionKind.CODE:
+                    await sandbox.arun_python(turn.code or "")
+        except BaseException:
+            await state.sandbox.aclose()
+            raise
+        return state
 
     async def close(self, state: AgentState) -> None:
         """Close the state's sandbox (and every successor's: they share it) and record the duration."""
