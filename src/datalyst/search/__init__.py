@@ -1,20 +1,26 @@
 """Inference-time search (JUPITER): MCTS with PUCT over agent states in forked sandboxes, a value model to guide
 it, voting over the answers it finds, saved trees, and value data from them."""
 
+from datalyst.search._mcts import COLLECT, INFER, MCTSConfig, decide, mcts
 from datalyst.search._puct import LOST, backup, ending_reward, puct, select
 from datalyst.search._tree import SCHEMA_VERSION, Cost, Ending, Node, Tree
 from datalyst.search._value_data import PATHS_PER_OUTCOME, value_examples
 
 __all__ = [
+    "COLLECT",
+    "INFER",
     "LOST",
     "PATHS_PER_OUTCOME",
     "SCHEMA_VERSION",
     "Cost",
     "Ending",
+    "MCTSConfig",
     "Node",
     "Tree",
     "backup",
+    "decide",
     "ending_reward",
+    "mcts",
     "puct",
     "select",
     "value_examples",

@@ -93,6 +93,8 @@ class Tree(BaseModel):
     nodes: list[Node]
     simulations: int = 0
     """Expansions done (each proposes several turns)."""
+    finished: bool = False
+    """The search stopped: its budget was spent, or every branch ended."""
     cost: Cost = Cost()
     settings: dict[str, object] = {}
     """The search's settings, as given (a resumed search must match them)."""
