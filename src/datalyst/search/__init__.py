@@ -3,6 +3,7 @@ it, voting over the answers it finds, saved trees, and value data from them."""
 
 from datalyst.search._mcts import COLLECT, INFER, MCTSConfig, decide, mcts
 from datalyst.search._puct import LOST, backup, ending_reward, puct, select
+from datalyst.search._run import search_tasks, tree_path, tree_trajectory
 from datalyst.search._tree import SCHEMA_VERSION, Cost, Ending, Node, Tree
 from datalyst.search._value_data import PATHS_PER_OUTCOME, value_examples
 
@@ -22,6 +23,9 @@ __all__ = [
     "ending_reward",
     "mcts",
     "puct",
+    "search_tasks",
     "select",
+    "tree_path",
+    "tree_trajectory",
     "value_examples",
 ]

@@ -65,13 +65,15 @@ async def mcts(
     task: Task,
     config: MCTSConfig = INFER,
     *,
+    trial: int = 0,
     judge: Judge | None = None,
     value_model: ValueModel | None = None,
     tree: Tree | None = None,
     executor: Executor | None = None,
     on_simulation: OnSimulation | None = None,
 ) -> Tree:
-    """Search ``task`` and return the tree; ``tree`` (a saved, unfinished one) goes on where it stopped.
+    """Search ``task`` (its ``trial``-th time) and return the tree; ``tree`` (a saved, unfinished one) goes on
+    where it stopped.
 
     ``judge`` scores the answers found (collecting trees); without one, answers are valued like open states.
     ``on_simulation`` is called after every simulation (to save the tree, to show progress)."""
@@ -79,7 +81,7 @@ async def mcts(
     agent = Agent(agent.model, agent.config.model_copy(update=limits), guidance=agent.guidance)
     live: dict[int, AgentState] = {}
     if tree is None:
-        live[0] = await agent.start(task, executor=executor)
+        live[0] = await agent.start(task, trial=trial, executor=executor)
         tree = Tree.start(live[0].trajectory, settings=config.model_dump())
     search = _Search(tree, agent, config, judge, value_model, executor, live)
     began = time.monotonic() - tree.cost.seconds
@@ -130,22 +132,25 @@ class _Search:
     async def expand(self, leaf: Node) -> None:
         state = self.live.pop(leaf.id, None) or await self.agent.restore(self.tree.trajectory(leaf),
                                                                          executor=self.executor)  # fmt: skip
+        branches = [state]
         try:
             completions = await self.agent.propose(state, n=self.config.expansions, logprobs=True)
+            self.tree.cost.prompt_tokens += completions[0].prompt_tokens if completions else 0
+            self.tree.cost.completion_tokens += sum(completion.completion_tokens for completion in completions)
+            branches = self._branches(state, completions)
+            await asyncio.gather(*(branch.sandbox.get() for branch in branches if branch is not state))
+            children = await asyncio.gather(*(self.agent.advance(branch, completion) for branch, completion in
+                                              zip(branches, completions, strict=True)))  # fmt: skip
         except ContextOverflow:
             await state.sandbox.aclose()
             leaf.ending, leaf.estimate = Ending.OVERFLOW, LOST
             backup(self.tree, leaf, LOST)
             return
-        cost = self.tree.cost
-        cost.prompt_tokens += completions[0].prompt_tokens if completions else 0
-        cost.completion_tokens += sum(completion.completion_tokens for completion in completions)
-        branches = self._branches(state, completions)
-        await asyncio.gather(*(branch.sandbox.get() for branch in branches if branch is not state))
-        children = await asyncio.gather(
-            *(self.agent.advance(branch, completion) for branch, completion in zip(branches, completions, strict=True))
-        )
-        if not any(self.agent.read(completion)[1].kind == ActionKind.CODE for completion in completions):
+        except BaseException:
+            for sandbox in {id(branch.sandbox): branch.sandbox for branch in branches}.values():
+                await sandbox.aclose()
+            raise
+        if not any(child.turns[-1].kind == ActionKind.CODE for child in children):
             await state.sandbox.aclose()  # no cell took the leaf's sandbox
         for child in children:
             await self._add(leaf, child)

@@ -1,0 +1,105 @@
+"""Search many tasks into a folder of trees (``<task id>#<trial>.json``), resumable, with a progress display.
+
+A tree is saved after every simulation; running again skips finished trees and goes on with unfinished ones.
+:func:`tree_trajectory` turns a finished tree into the trajectory an evaluation judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from datalyst.agent import Agent, Trajectory, trajectory_id
+from datalyst.errors import ConfigError
+from datalyst.judge import answers_agree, judge_for
+from datalyst.search._mcts import MCTSConfig, decide, mcts
+from datalyst.search._tree import Tree
+from datalyst.tasks import Task
+from datalyst.train import ValueModel
+
+
+def tree_path(out_dir: Path, task: Task, trial: int) -> Path:
+    """Where the tree of ``task``'s ``trial``-th search is saved (the id made safe as a file name)."""
+    return out_dir / f"{re.sub(r'[^A-Za-z0-9_.#-]+', '_', trajectory_id(task.id, trial))}.json"
+
+
+async def search_tasks(
+    tasks: Sequence[Task],
+    agent: Agent,
+    out_dir: str | Path,
+    config: MCTSConfig,
+    *,
+    trials: int = 1,
+    judged: bool = False,
+    value_model: ValueModel | None = None,
+    concurrency: int = 1,
+    progress: bool = True,
+) -> list[Tree]:
+    """Search every task ``trials`` times into ``out_dir``; the trees, in task and trial order.
+
+    ``judged`` values the answers found with each task's own judge (collecting trees for value data; the task
+    must have an answer a program checks). A tree saved with other settings is refused."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = [(task, trial, tree_path(out_dir, task, trial)) for task in tasks for trial in range(trials)]
+    saved = {path: _load(path, config) for _, _, path in jobs if path.exists()}
+    trees: dict[Path, Tree] = {path: tree for path, tree in saved.items() if tree.finished}
+    bar = _progress(progress)
+    overall = bar.add_task("search", total=len(jobs), completed=len(trees), now="")
+    gate = asyncio.Semaphore(concurrency)
+    with bar, ThreadPoolExecutor(max_workers=(config.expansions + 1) * concurrency) as executor:
+
+        async def one(task: Task, trial: int, path: Path) -> None:
+            async with gate:
+                label = trajectory_id(task.id, trial)
+
+                def saved_now(tree: Tree) -> None:
+                    tree.save(path)
+                    bar.update(overall, now=f"{label}: {tree.simulations}/{config.simulations}")
+
+                judge = judge_for(task) if judged else None
+                tree = await mcts(agent, task, config, trial=trial, judge=judge, value_model=value_model,
+                                  tree=saved.get(path), executor=executor, on_simulation=saved_now)  # fmt: skip
+                trees[path] = tree
+                bar.update(overall, advance=1)
+
+        await asyncio.gather(*(one(task, trial, path) for task, trial, path in jobs if path not in trees))
+    return [trees[path] for _, _, path in jobs]
+
+
+def tree_trajectory(tree: Tree) -> Trajectory:
+    """The trajectory a search answers with: the path to the likeliest node (highest Q) whose answer agrees with
+    the vote; without any answer, the path to the highest-valued node. Its duration is the whole search's."""
+    decided = decide(tree)
+    if decided is None:
+        best = max(tree.nodes[1:] or tree.nodes, key=lambda node: node.q)
+    else:
+        best = max((node for node in tree.candidates() if answers_agree(node.answer or "", decided)),
+                   key=lambda node: node.q)  # fmt: skip
+    trajectory = tree.trajectory(best)
+    return trajectory.model_copy(update={"answer": decided, "duration_s": tree.cost.seconds})
+
+
+def _load(path: Path, config: MCTSConfig) -> Tree:
+    tree = Tree.load(path)
+    if tree.settings != config.model_dump():
+        raise ConfigError(f"{path} was searched with other settings; use another folder to change them")
+    return tree
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[now]}"),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
