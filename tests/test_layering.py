@@ -20,8 +20,8 @@ ALLOWED = {
     "curate": {"agent", "tasks", "judge", "llm", "synth"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "train": {"agent", "judge", "llm", "tasks", "curate"},
-    "search": {"agent", "train", "judge", "llm", "sandbox"},
-    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train"},
+    "search": {"agent", "train", "judge", "llm", "sandbox", "tasks"},
+    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train", "search"},
 }
 
 

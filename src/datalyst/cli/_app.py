@@ -35,7 +35,7 @@ def _root() -> None:
 
 
 def _register() -> None:
-    from datalyst.cli import _ask, _curate, _describe, _eval, _exec, _models, _synth, _train, _train_value  # noqa: F401  (commands register themselves on import)
+    from datalyst.cli import _ask, _curate, _describe, _eval, _exec, _models, _search, _synth, _train, _train_value  # noqa: F401  (commands register themselves on import)
 
 
 def main() -> None:

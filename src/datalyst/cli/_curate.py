@@ -80,7 +80,7 @@ def sample_command(
 ) -> None:
     """Sample N trajectories of every task with a model, the category's workflow in the prompt."""
     get_dialect(dialect)  # an unknown name stops here, in one line
-    chosen = [task for path in tasks for task in _drawn(read_tasks(path), limit, seed)]
+    chosen = [task for path in tasks for task in drawn(read_tasks(path), limit, seed)]
     spec = str(resolve_spec(model))
     sampling = parse_options(SamplingParams, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     agent = parse_options(
@@ -118,7 +118,7 @@ def expert_command(
     """Play each task's canonical solution as a real trajectory (cells run in the sandbox), some with a mistake
     and its fix: training data without a strong model."""
     get_dialect(dialect)  # an unknown name stops here, in one line
-    playable, skipped = expert_tasks(task for path in tasks for task in _drawn(read_tasks(path), limit, seed))
+    playable, skipped = expert_tasks(task for path in tasks for task in drawn(read_tasks(path), limit, seed))
     options = parse_options(ExpertOptions, seed=seed, error_share=error_share, max_compute_cells=max_cells)
     agent = parse_options(AgentConfig, dialect=dialect, require_isolation=not allow_unisolated)
     config = RunConfig(source="expert", tasks=[str(path.resolve()) for path in tasks], model=EXPERT_SPEC,
@@ -181,7 +181,7 @@ def judge_command(
         console.print(f"[yellow]{summary.incomplete} groups are incomplete: finish sampling, then judge again[/]")
 
 
-def _drawn(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:
+def drawn(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:
     """``limit`` of ``tasks`` drawn by ``seed``, in their order (all of them without a limit)."""
     if limit is None or limit >= len(tasks):
         return tasks
