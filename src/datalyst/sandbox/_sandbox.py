@@ -49,7 +49,7 @@ class Sandbox:
     in a fresh worker before each new cell, so nothing stays in memory between steps. Before a
     replay the work folder is put back as it was before the first replayed step, so cells that
     create, append to or delete files meet the same files as in a session. Both modes give the
-    same observations for the same cells.
+    same observations for the same cells. ``fork()`` makes an independent sandbox in the same state.
 
     Example::
 
@@ -86,6 +86,11 @@ class Sandbox:
         self._history: list[_Step] = []
         self._cells = 0
         self._state_lost = False
+        self._synced = False
+        """Session mode: the live worker has run every step of the history (a fork's first worker has not)."""
+        self._closed = False
+        self.forked_by: str | None = None
+        """How this sandbox got its state: None when made directly, ``"replay"`` when made by ``fork()``."""
         self._isolation = ""
         self._starting = threading.Lock()
         self._busy = threading.Lock()
@@ -96,7 +101,8 @@ class Sandbox:
         """The work folder, as cells see it. On a private disk (see ``isolation``), this is only the empty
         folder the jail mounts it on: this process reaches the files through ``host_workdir``."""
         self._baseline = os.path.join(self._home, "baseline")
-        """Replay mode: what the work folder held, besides the data files, before the first step of the history."""
+        """What the work folder held, besides the data files, before the first step of the history (replay mode
+        restores it before each step, a fork before its first)."""
         os.mkdir(self.workdir)
         os.mkdir(self._baseline)
         self._disk: int | None = None
@@ -231,7 +237,7 @@ class Sandbox:
         return result
 
     def _run_cell(self, code: str, name: str) -> ExecResult:
-        replay = self._history if self.mode == "replay" else []
+        replay = [] if self._synced else self._history
         if replay:
             self._restore_workdir()
         worker = self._ensure_worker()
@@ -251,11 +257,14 @@ class Sandbox:
         if self._state_lost:
             self._drop_worker()
             self._restart_history()
-        elif self.mode == "replay":
-            if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
-                error = result.error.ename if result.error else None
-                self._history.append(_Step({"op": "run", "code": code, "name": name}, name, error))
+            return result
+        if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
+            error = result.error.ename if result.error else None
+            self._history.append(_Step({"op": "run", "code": code, "name": name}, name, error))
+        if self.mode == "replay":
             self._drop_worker()
+        else:
+            self._synced = True
         return result
 
     def _restore_workdir(self) -> None:
@@ -264,11 +273,10 @@ class Sandbox:
         copy_folder(self._baseline, self.host_workdir)
 
     def _restart_history(self) -> None:
-        """Forget the earlier steps (their worker died); replay mode starts again from the folder as it is."""
+        """Forget the earlier steps (their worker died): the history starts again from the folder as it is."""
         self._history.clear()
-        if self.mode == "replay":
-            empty_folder(self._baseline, keep=())
-            copy_folder(self.host_workdir, self._baseline, skip=self._data_names())
+        empty_folder(self._baseline, keep=())
+        copy_folder(self.host_workdir, self._baseline, skip=self._data_names())
 
     def _data_names(self) -> set[str]:
         return {os.path.basename(path) for path in self.data_files}
@@ -317,6 +325,7 @@ class Sandbox:
             )
 
     def _run_query(self, request: dict[str, Any]) -> SqlResult:
+        holds_history = self._synced or not self._history  # a query changes no variable: what the worker holds stays
         worker = self._ensure_worker()
         exchange = worker.exchange(
             request,
@@ -328,6 +337,8 @@ class Sandbox:
         if exchange.reply is None:
             self._drop_worker()
             self._state_lost = self.mode == "session"  # a replay worker holds no state
+            if self._state_lost:
+                self._restart_history()
             note = "the query timed out" if exchange.timed_out else exchange.exit_note
             if exchange.cpu_exceeded:
                 note = f"the query used more than {self.limits.sql_timeout_s + self.limits.cpu_s:g} CPU seconds"
@@ -335,9 +346,11 @@ class Sandbox:
             return SqlResult(error=error, timed_out=exchange.timed_out, duration_s=exchange.duration_s)
         reply = exchange.reply.model_dump(exclude={"id"})
         result = SqlResult.model_validate({**reply, "duration_s": exchange.duration_s})
-        if self.mode == "replay":  # its output file is part of what later cells see
-            self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
+        self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
+        if self.mode == "replay":  # its output file is part of what later cells see, so it is replayed too
             self._drop_worker()
+        else:
+            self._synced = holds_history
         return result
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
@@ -350,6 +363,49 @@ class Sandbox:
             return SqlResult(error=CellError(ename="OutputPathRefused", evalue=problem))
         return name
 
+    # -- forking
+
+    def fork(self) -> Sandbox:
+        """An independent sandbox in this one's state: the same data files, limits and options, a copy of
+        the work folder, and the variables of every earlier cell, which its first cell replays silently in
+        a fresh jail (``forked_by == "replay"``). Later cells, files, crashes and limits of one never reach
+        the other; close each on its own. A live fork of the worker is not offered: see docs/sandbox.md.
+        """
+        with self._busy:
+            if self._closed:
+                raise SandboxError("this sandbox is closed; only an open sandbox can be forked")
+            fork = Sandbox(
+                self.data_files,
+                mode=self.mode,
+                limits=self.limits,
+                screen_code=self.screen_code,
+                require_isolation=self.require_isolation,
+                use_namespaces=self.use_namespaces,
+                auto_install=self.auto_install,
+                forkserver=self._forkserver,
+                executor=self._executor,
+            )
+            try:
+                fork._take_state(self)
+            except BaseException:
+                fork.close()
+                raise
+        return fork
+
+    def _take_state(self, source: Sandbox) -> None:
+        """Become a fork of ``source`` (held busy): its history, its baseline, and a copy of its folder."""
+        self._sources = dict(source._sources)
+        self._history = list(source._history)
+        self._cells = source._cells
+        self._state_lost = source._state_lost
+        copy_folder(source._baseline, self._baseline)
+        copy_folder(source.host_workdir, self.host_workdir, skip=self._data_names())
+        self.forked_by = "replay"
+
+    async def afork(self) -> Sandbox:
+        """``fork`` without blocking the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.fork)
+
     # -- ending
 
     def _drop_worker(self) -> None:
@@ -358,6 +414,7 @@ class Sandbox:
         if self._worker is not None:
             self._worker.close(wait=True)
             self._worker = None
+        self._synced = False
 
     def close(self) -> None:
         """Kill the worker, wait until nothing in its jail can still write, and delete the work folder.
@@ -368,6 +425,7 @@ class Sandbox:
         if (worker := self._worker) is not None:
             worker.kill(wait=False)
         with self._busy:
+            self._closed = True
             try:
                 self._drop_worker()
             finally:
