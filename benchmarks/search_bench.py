@@ -15,7 +15,7 @@ one more cell (a probe that reads that state), three ways, in one run:
 Ratios are to (b), measured in the same run. Medians over ``--repeats``.
 
     . .venv/bin/activate
-    python benchmarks/search_bench.py                        # 5 repeats: about a minute on 2 cores
+    python benchmarks/search_bench.py                        # k = 2, 5, 10; 5 repeats
     python benchmarks/search_bench.py --repeats 9 --json search.json
     python benchmarks/search_bench.py --source-mode replay  # fork a replay-mode sandbox instead
 
