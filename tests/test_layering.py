@@ -18,7 +18,7 @@ ALLOWED = {
     "judge": {"llm", "tasks"},
     "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "curate": {"agent", "tasks", "judge", "llm", "synth"},
-    "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
+    "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge", "search", "train"},
     "train": {"agent", "judge", "llm", "tasks", "curate"},
     "search": {"agent", "train", "judge", "llm", "sandbox", "tasks"},
     "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train", "search"},

@@ -40,6 +40,7 @@ from datalyst.judge import (
     score_tablebench,
 )
 from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model, resolve_spec
+from datalyst.search import INFER, MCTSConfig
 from datalyst.tasks import load_dabench
 
 eval_app = typer.Typer(help="Evaluate agents on benchmarks: run, score, compare.", no_args_is_help=True)
@@ -55,7 +56,14 @@ def run_command(
         list[str] | None,
         typer.Option(help=f"Turn format ({', '.join(DIALECTS)}); repeat for several. [default: datamind]"),
     ] = None,
-    strategy: Annotated[str, typer.Option(help="Inference strategy: react.")] = "react",
+    strategy: Annotated[
+        str, typer.Option(help="react (one trajectory), vote (the majority of --votes) or mcts (tree search).")
+    ] = "react",
+    votes: Annotated[int, typer.Option(help="vote: trajectories sampled per answer.")] = 5,
+    simulations: Annotated[int, typer.Option(help="mcts: expansions per answer.")] = INFER.simulations,
+    expansions: Annotated[int, typer.Option(help="mcts: turns proposed per expansion.")] = INFER.expansions,
+    c_puct: Annotated[float, typer.Option(help="mcts: exploration weight (0: follow the values).")] = INFER.c_puct,
+    value_model: Annotated[Path | None, typer.Option(help="mcts: a value model (`train value`).")] = None,
     trials: Annotated[int, typer.Option(help="Runs per task (pass@1 averages them, pass@k takes the best).")] = 3,
     subset: Annotated[int | None, typer.Option(help="Evaluate a stratified subset of this many tasks.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the subset and of sampling.")] = 0,
@@ -93,8 +101,6 @@ def run_command(
     slice_ = _parse_shard(shard)
     for name in dialect:
         get_dialect(name)  # an unknown name stops here, in one line
-    if strategy != "react":
-        raise ConfigError(f"unknown strategy {strategy!r}; this version offers: react")
     spec = str(resolve_spec(model))
     try:
         sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
@@ -107,6 +113,9 @@ def run_command(
             model=spec,
             dialects=dialect,
             strategy=strategy,
+            votes=votes,
+            search=MCTSConfig(simulations=simulations, expansions=expansions, c_puct=c_puct, max_depth=max_turns),
+            value_model=str(value_model.resolve()) if value_model else None,
             trials=trials,
             agent=AgentConfig(sampling=sampling, max_turns=max_turns, require_isolation=not allow_unisolated),
             concurrency=concurrency,

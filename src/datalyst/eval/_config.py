@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.agent import AgentConfig
 from datalyst.llm import SamplingParams
+from datalyst.search import INFER, MCTSConfig
 from datalyst.tasks import StratifyBy
 
 EVAL_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024, seed=0)
@@ -31,7 +32,12 @@ class EvalConfig(BaseModel):
     stratify_by: StratifyBy = "level"
     model: str
     dialects: list[str] = ["datamind"]
-    strategy: Literal["react"] = "react"
+    strategy: Literal["react", "vote", "mcts"] = "react"
+    """How each trial answers: one trajectory, the majority of ``votes``, or a tree search (``search``)."""
+    votes: int = Field(5, ge=1)
+    search: MCTSConfig = INFER
+    value_model: str | None = None
+    """``mcts``: a value model folder (``datalyst train value``) that values the search's states."""
     trials: int = Field(3, ge=1)
     agent: AgentConfig = AgentConfig(sampling=EVAL_SAMPLING)
     concurrency: int = Field(1, ge=1)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from datalyst.agent import Trajectory
+from datalyst.agent import ActionKind, Trajectory
 from datalyst.eval._verdicts import Verdict
+from datalyst.search import Cost
 
 BOOTSTRAP_SAMPLES = 2000
 CONFIDENCE = 0.95
@@ -52,7 +53,11 @@ class Behaviour(BaseModel):
     """Code turns whose cell failed / code turns."""
     answered_rate: float
     mean_wall_s: float
-    """Mean wall time of one trajectory (one task, one trial)."""
+    """Mean wall time of one answer (one task, one trial): every sample of a vote, the whole of a search."""
+    mean_tokens: float = 0.0
+    """Model tokens (prompt and completion) spent per answer, counted likewise."""
+    mean_cells: float = 0.0
+    """Cells run per answer, counted likewise."""
     terminations: dict[str, int]
 
 
@@ -97,11 +102,13 @@ def bootstrap(per_task: np.ndarray, *, seed: int = 0) -> Estimate:
     )
 
 
-def behaviour(trajectories: Sequence[Trajectory]) -> Behaviour:
-    """Counts over ``trajectories`` (rates are 0 when there is nothing to count)."""
+def behaviour(trajectories: Sequence[Trajectory], costs: Mapping[tuple[str, str], Cost] | None = None) -> Behaviour:
+    """Counts over ``trajectories`` (rates are 0 when there is nothing to count); ``costs`` holds what each answer
+    cost by (dialect, id) where that is more than its trajectory (a vote, a search)."""
     turns = [turn for t in trajectories for turn in t.turns]
     code_turns = [turn for turn in turns if turn.result is not None]
     terminations = Counter(str(t.termination) for t in trajectories)
+    spent = [(costs or {}).get((t.dialect, t.id)) or trajectory_cost([t]) for t in trajectories]
     n = len(trajectories)
     return Behaviour(
         n_trajectories=n,
@@ -109,8 +116,21 @@ def behaviour(trajectories: Sequence[Trajectory]) -> Behaviour:
         void_turn_rate=sum(turn.is_void for turn in turns) / len(turns) if turns else 0.0,
         execution_error_rate=sum(not turn.result.ok for turn in code_turns) / len(code_turns) if code_turns else 0.0,
         answered_rate=sum(bool(t.answer) for t in trajectories) / n if n else 0.0,
-        mean_wall_s=sum(t.duration_s for t in trajectories) / n if n else 0.0,
+        mean_wall_s=sum(cost.seconds for cost in spent) / n if n else 0.0,
+        mean_tokens=sum(cost.prompt_tokens + cost.completion_tokens for cost in spent) / n if n else 0.0,
+        mean_cells=sum(cost.cells for cost in spent) / n if n else 0.0,
         terminations=dict(sorted(terminations.items())),
+    )
+
+
+def trajectory_cost(trajectories: Sequence[Trajectory]) -> Cost:
+    """The model tokens, cells and wall time of ``trajectories`` together."""
+    turns = [turn for trajectory in trajectories for turn in trajectory.turns]
+    return Cost(
+        prompt_tokens=sum(turn.prompt_tokens for turn in turns),
+        completion_tokens=sum(turn.completion_tokens for turn in turns),
+        cells=sum(turn.kind == ActionKind.CODE for turn in turns),
+        seconds=sum(trajectory.duration_s for trajectory in trajectories),
     )
 
 

@@ -17,6 +17,7 @@ from datalyst.eval._verdicts import Verdict
 from datalyst.files import write_atomic
 from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
 from datalyst.provenance import git_revision, short_revision
+from datalyst.search import Cost
 from datalyst.tasks import Task
 
 SCHEMA_VERSION = 2
@@ -76,9 +77,11 @@ def build_report(
     tasks: Sequence[Task],
     trajectories: Sequence[Trajectory],
     verdicts: Sequence[Verdict],
+    costs: Mapping[tuple[str, str], Cost] | None = None,
     reformatted: Mapping[tuple[str, str], str] | None = None,
 ) -> EvalReport:
-    """The report of a run; ``reformatted`` holds the reformatted DABench answers, when the run reformats."""
+    """The report of a run; ``costs`` says what each answer cost by (dialect, trajectory id), ``reformatted``
+    holds the reformatted DABench answers, when the run reformats."""
     by_id = {task.id: task for task in tasks}
     dialects = []
     for dialect in config.dialects:
@@ -88,7 +91,7 @@ def build_report(
             DialectReport(
                 dialect=dialect,
                 rates=pass_rates(mine, seed=config.seed),
-                behaviour=behaviour(runs),
+                behaviour=behaviour(runs, costs or {}),
                 by_level=_grouped(mine, lambda v: by_id[v.task_id].level, config.seed),
                 by_category=_grouped(mine, lambda v: by_id[v.task_id].category, config.seed),
                 dabench=_dabench_figures(tasks, runs, mine, config, reformatted),
@@ -222,7 +225,7 @@ def render_markdown(report: EvalReport) -> str:
         f"# Evaluation: {config.bench} with {config.model}",
         "",
         f"{report.n_tasks} tasks{subset if config.subset else ''}, {k} trial{'s' if k != 1 else ''}, "
-        f"strategy {config.strategy}, "
+        f"strategy {_strategy(config)}, "
         f"temperature {config.agent.sampling.temperature}, top-p {config.agent.sampling.top_p}, "
         f"at most {config.agent.max_turns} turns of {config.agent.sampling.max_tokens} tokens. "
         f"datalyst {report.datalyst_version}"
@@ -232,8 +235,8 @@ def render_markdown(report: EvalReport) -> str:
         "(`done` counts trajectories; an unfinished run is resumed by running the same command again).",
         "",
         f"| dialect | done | pass@1 |{f' pass@{k} |' if k > 1 else ''} mean turns | void turns | exec errors | "
-        "answered | s / trajectory |",
-        "|---|---|---|" + ("---|" if k > 1 else "") + "---|---|---|---|---|",
+        "answered | tokens / answer | cells / answer | s / answer |",
+        "|---|---|---|" + ("---|" if k > 1 else "") + "---|---|---|---|---|---|---|",
     ]
     for d in report.dialects:
         b = d.behaviour
@@ -241,7 +244,7 @@ def render_markdown(report: EvalReport) -> str:
             f"| {d.dialect} | {b.n_trajectories}/{report.n_tasks * k} | {d.rates.pass_at_1} |"
             f"{f' {d.rates.pass_at_k} |' if k > 1 else ''} {b.mean_turns:.2f} | "
             f"{100 * b.void_turn_rate:.1f} | {100 * b.execution_error_rate:.1f} | {100 * b.answered_rate:.1f} | "
-            f"{b.mean_wall_s:.1f} |"
+            f"{b.mean_tokens:,.0f} | {b.mean_cells:.1f} | {b.mean_wall_s:.1f} |"
         )
     for title, attribute in (("level", "by_level"), ("category", "by_category")):
         groups = list(dict.fromkeys(name for d in report.dialects for name in getattr(d, attribute)))
@@ -280,6 +283,17 @@ def render_markdown(report: EvalReport) -> str:
         links = ", ".join(f"[{Path(page).stem}]({page})" for page in d.failures)
         lines.append(f"- {d.dialect} ({len(d.failures)}): {links or 'none'}")
     return "\n".join(lines) + "\n"
+
+
+def _strategy(config: EvalConfig) -> str:
+    if config.strategy == "vote":
+        return f"vote (majority of {config.votes})"
+    if config.strategy == "mcts":
+        search = config.search
+        guide = f"value model {config.value_model}" if config.value_model else "no value model"
+        return (f"mcts ({search.simulations} simulations of {search.expansions} turns, c_puct {search.c_puct:g}, "
+                f"depth {search.max_depth}, {guide})")  # fmt: skip
+    return config.strategy
 
 
 def _dabench_markdown(report: EvalReport) -> list[str]:

@@ -12,16 +12,18 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories, rollout
+from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories
 from datalyst.errors import ConfigError
 from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._reformat import areformat_run
 from datalyst.eval._report import EvalReport, build_report, write_reports
+from datalyst.eval._strategies import run_strategy, strategy_costs
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
 from datalyst.llm import ChatModel
 from datalyst.tasks import Task, read_tasks, stratified_subset, write_tasks
+from datalyst.train import load_value_model
 
 Shard = tuple[int, int]
 """``(i, n)``: the i-th of n interleaved slices of the tasks (``tasks[i::n]``), 0-based."""
@@ -97,19 +99,12 @@ async def arun_eval(
         if not 0 <= index < count:
             raise ConfigError(f"shard {index}/{count} does not exist; use 0/{count} to {count - 1}/{count}")
         tasks = tasks[index::count]
+    value_model = load_value_model(config.value_model) if config.strategy == "mcts" and config.value_model else None
     for dialect in config.dialects:
         path = trajectory_path(out_dir, dialect, shard)
         elsewhere = finished_ids(other for other in trajectory_files(out_dir, dialect) if other != path)
         agent = Agent(model, config.agent.model_copy(update={"dialect": dialect}))
-        await rollout(
-            tasks,
-            agent,
-            path,
-            trials=config.trials,
-            concurrency=config.concurrency,
-            skip_ids=elsewhere,
-            progress=progress,
-        )
+        await run_strategy(config, tasks, agent, path, skip_ids=elsewhere, value_model=value_model, progress=progress)
     if reformat_model is None and config.reformat_model == config.model:
         reformat_model = model
     return await ascore_run(out_dir, judge_model=judge_model, reformat_model=reformat_model)
@@ -157,7 +152,8 @@ async def ascore_run(
         )
     verdicts = await ajudge_trajectories(trajectories, judge_model=judge_model, reformatted=reformatted)
     write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
-    report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts, reformatted)
+    costs = strategy_costs(out_dir, config, trajectories)
+    report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts, costs, reformatted)
     write_reports(report, trajectories, verdicts, out_dir)
     return report
 
