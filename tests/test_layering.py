@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "datalyst"
-SHARED = {"errors", "files", "jsonl", "paths", "prompts", "provenance", "text"}  # leaf modules every package may use
+# leaf modules every package may use
+SHARED = {"errors", "files", "jsonl", "paths", "progress", "prompts", "provenance", "text"}
 ALLOWED = {
     "data": set(),
     "sandbox": {"data"},

@@ -16,21 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from datalyst.agent._agent import Agent
 from datalyst.agent._store import finished_ids
 from datalyst.agent._trajectory import Termination, Trajectory, trajectory_id
 from datalyst.errors import IsolationUnavailable
 from datalyst.jsonl import drop_torn_tail
+from datalyst.progress import progress_bar
 from datalyst.provenance import write_manifest
 from datalyst.tasks import Task
 
@@ -143,7 +135,7 @@ async def rollout(
     )
     counts: Counter[str] = Counter()
     started = time.monotonic()
-    bar = _progress(progress)
+    bar = progress_bar("{task.fields[rate]}", eta=True, enabled=progress)
     bar_task = bar.add_task("rollout", total=todo, rate="")
     with bar, out_path.open("a", encoding="utf-8") as sink:
 
@@ -181,17 +173,3 @@ async def _run_one(agent: Agent, task: Task, trial: int, executor: ThreadPoolExe
             termination=Termination.FAILED,
             error=f"{type(exc).__name__}: {exc}",
         )
-
-
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[rate]}"),
-        console=Console(stderr=True),  # stdout stays free for results
-        disable=not enabled,
-    )

@@ -17,10 +17,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from datalyst.judge import parse_final_answer, parse_tablebench_row
+from datalyst.progress import progress_bar
 from datalyst.sandbox import Limits, Sandbox
 from datalyst.tasks import tablebench_csv
 
@@ -69,7 +67,8 @@ def parse_pot_rows(
         else:
             parsed.append(_parse_without_code(row))
     limits = Limits(wall_s=timeout_s, cpu_s=timeout_s)
-    with tempfile.TemporaryDirectory(prefix="tablebench-pot-") as scratch, _progress(len(pending)) as bar:
+    bar = progress_bar(enabled=len(pending) >= PROGRESS_FROM)
+    with tempfile.TemporaryDirectory(prefix="tablebench-pot-") as scratch, bar:
         task = bar.add_task("TableBench PoT", total=len(pending))
         with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(pending)))) as pool:
             futures = {
@@ -119,14 +118,3 @@ def _run_row(row: Mapping, table_text: str, folder: Path, limits: Limits, requir
         ran = result.error is None
         answer = parse_final_answer(result.stdout) if ran else ""
     return {**row, "parsed_result": {"parsed_prediction": answer, "Parse@1": answer != "", "ecr_1": ran}}
-
-
-def _progress(count: int) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=count < PROGRESS_FROM,
-    )

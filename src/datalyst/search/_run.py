@@ -12,12 +12,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from datalyst.agent import Agent, Trajectory, trajectory_id
 from datalyst.errors import ConfigError
 from datalyst.judge import answers_agree, judge_for
+from datalyst.progress import progress_bar
 from datalyst.search._mcts import MCTSConfig, decide, mcts
 from datalyst.search._tree import Tree
 from datalyst.tasks import Task
@@ -50,7 +48,7 @@ async def search_tasks(
     jobs = [(task, trial, tree_path(out_dir, task, trial)) for task in tasks for trial in range(trials)]
     saved = {path: _load(path, config) for _, _, path in jobs if path.exists()}
     trees: dict[Path, Tree] = {path: tree for path, tree in saved.items() if tree.finished}
-    bar = _progress(progress)
+    bar = progress_bar("{task.fields[now]}", enabled=progress)
     overall = bar.add_task("search", total=len(jobs), completed=len(trees), now="")
     gate = asyncio.Semaphore(concurrency)
     with bar, ThreadPoolExecutor(max_workers=(config.expansions + 1) * concurrency) as executor:
@@ -91,15 +89,3 @@ def _load(path: Path, config: MCTSConfig) -> Tree:
     if tree.settings != config.model_dump():
         raise ConfigError(f"{path} was searched with other settings; use another folder to change them")
     return tree
-
-
-def _progress(enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[now]}"),
-        console=Console(stderr=True),
-        disable=not enabled,
-    )

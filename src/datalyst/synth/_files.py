@@ -298,9 +298,7 @@ def _conversion(content_hash: str, options: FileOptions) -> FileKind | None:
     return FileKind.XLSX if draw < options.convert_share / 2 else FileKind.SQLITE
 
 
-def _convert(
-    frame: pd.DataFrame, path: Path, content_hash: str, kind: FileKind, folder: Path
-) -> tuple[Path, str]:
+def _convert(frame: pd.DataFrame, path: Path, content_hash: str, kind: FileKind, folder: Path) -> tuple[Path, str]:
     """Write the table as ``kind`` into ``folder``; returns (file, table name)."""
     name = re.sub(r"\W+", "_", path.stem).strip("_").lower()[:31] or "data"  # 31: the longest sheet name
     target = folder / f"{name}-{content_hash[:8]}.{'xlsx' if kind is FileKind.XLSX else 'sqlite'}"

@@ -16,9 +16,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
 from datalyst.errors import ConfigError, ModelUnavailable
+from datalyst.progress import progress_bar
 
 INSTALL_FIX = "pip install 'datalyst[hf,train]'"
 
@@ -96,12 +95,8 @@ class Runtime:
     @contextlib.contextmanager
     def progress(self, total: int, done: int, *, enabled: bool) -> Iterator[Callable[..., None]]:
         """A progress bar over optimizer steps (main process only); yields ``advance(**figures)``."""
-        columns = (
-            TextColumn("step"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
-            TimeRemainingColumn(), TextColumn("{task.fields[figures]}"),
-        )  # fmt: skip
-        with Progress(*columns, disable=not (enabled and self.is_main)) as bar:
-            task = bar.add_task("train", total=total, completed=done, figures="")
+        with progress_bar("{task.fields[figures]}", eta=True, enabled=enabled and self.is_main) as bar:
+            task = bar.add_task("step", total=total, completed=done, figures="")
 
             def advance(**figures: float) -> None:
                 bar.update(task, advance=1, figures=" ".join(f"{k} {v:.4g}" for k, v in figures.items()))
