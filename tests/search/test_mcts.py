@@ -10,6 +10,7 @@ from script_helpers import ScriptModel
 
 from datalyst.agent import Agent, AgentConfig
 from datalyst.judge import judge_for
+from datalyst.llm import Completion
 from datalyst.search import Ending, MCTSConfig, Tree, decide, mcts
 from datalyst.tasks import Task
 
@@ -69,3 +70,22 @@ def test_the_decided_answer_is_the_vote_of_the_answers_found(task):
     tree = search(task, MCTSConfig(simulations=6, expansions=2))
     answers = [node.answer for node in tree.candidates()]
     assert decide(tree) == max(set(answers), key=answers.count)
+
+
+class FailingModel(ScriptModel):
+    """Every turn runs a cell that raises."""
+
+    async def agenerate(self, messages, params):
+        self.calls += 1
+        text = "Thought: try.\nAction:\n```python\n1/0\n```"
+        return [Completion(text=text, finish_reason="stop", completion_tokens=5)] * params.n
+
+
+def test_three_failing_cells_in_a_row_end_a_branch_at_minus_one(task):
+    agent = Agent(FailingModel(), AgentConfig(dialect="jupiter"))
+    tree = asyncio.run(mcts(agent, task, MCTSConfig(simulations=10, expansions=1, max_errors=3), judge=judge_for(task)))
+    assert [node.errors_in_a_row for node in tree.nodes[1:]] == [1, 2, 3]
+    last = tree.nodes[3]
+    assert last.ending is Ending.ERRORS and last.estimate == -1.0
+    assert tree.finished and tree.simulations == 3  # nothing left to expand
+    assert tree.nodes[0].value_sum == -1.0 and tree.nodes[0].visits == 3
