@@ -39,6 +39,8 @@ from datalyst.errors import SandboxError
 from datalyst.sandbox import Limits, Sandbox
 
 BOTH_MODES = pytest.mark.parametrize("mode", ["session", "replay"])
+WAY = {"session": "snapshot", "replay": "replay"}
+"""How a fork of a sandbox in each mode gets its state (a replay-mode sandbox holds no live state)."""
 STATE = [
     "import os\nx = 1\nrows = open('sales.csv').read().count('\\n')",
     "with open('log.txt', 'a') as f:\n    f.write('one\\n')\nos.mkdir('out')",
@@ -69,8 +71,8 @@ def sandbox(victim_data: DataFile) -> Iterator[Callable[..., Sandbox]]:  # noqa:
         sb.close()
 
 
-def fork_of(sb: Sandbox, registry: list[Sandbox]) -> Sandbox:
-    child = sb.fork()
+def fork_of(sb: Sandbox, registry: list[Sandbox], how: str = "snapshot") -> Sandbox:
+    child = sb.fork(how)  # type: ignore[arg-type]
     registry.append(child)
     return child
 
@@ -97,7 +99,7 @@ def test_a_fork_has_the_variables_and_files_and_says_how_it_was_made(sandbox, fo
     source = sandbox(mode)
     run_all(source, STATE)
     child = fork_of(source, forks)
-    assert source.forked_by is None and child.forked_by == "replay"
+    assert source.forked_by is None and child.forked_by == WAY[mode], child.fork_note
     assert child.mode == mode and child.limits == source.limits
     assert sorted(os.listdir(child.host_workdir)) == ["log.txt", "out", "sales.csv"]  # before any cell runs
     result = child.run_python(SHOW)
@@ -131,7 +133,7 @@ def test_a_fork_of_a_fork_and_sibling_forks_keep_their_own_state(sandbox, forks,
         run_all(sibling, [f"trail.append('child-{n}')"])
     grandchild = fork_of(siblings[1], forks)
     run_all(grandchild, ["trail.append('grandchild')"])
-    assert grandchild.forked_by == "replay"
+    assert grandchild.forked_by == WAY[mode]
     outputs = [sb.run_python("print(trail)").stdout for sb in (root, *siblings, grandchild)]
     assert outputs == [
         "['root']\n",
@@ -166,13 +168,14 @@ def test_a_fork_whose_replay_differs_says_so(sandbox, forks):
     source = sandbox("session")
     run_all(source, ["import os\nhere = os.getcwd()", "assert os.getcwd() == here\nseen = here"])
     child = fork_of(source, forks)
+    assert child.forked_by == "replay" and "a value holds this sandbox's folder" in child.fork_note
     # Each sandbox has its own folder: a cell that compares against the source's path only passes in the source.
     run_all(source, [f"assert seen == {source.workdir!r}"])
     result = child.run_python(f"print(seen == {source.workdir!r})")
     assert result.stdout == "False\n" and not result.replay_mismatch  # replayed faithfully, in its own folder
     diverging = sandbox("session")
     run_all(diverging, [f"import os\nassert os.getcwd() == {diverging.workdir!r}"])
-    result = fork_of(diverging, forks).run_python("print('next')")
+    result = fork_of(diverging, forks, how="replay").run_python("print('next')")
     assert result.stdout == "next\n"
     assert result.replay_mismatch.startswith(
         "Re-running the earlier cells did not reproduce them: <cell-1> raised nothing the first time "
@@ -338,6 +341,8 @@ def test_a_forked_daemon_dies_with_its_branch(open_sandbox, forks, victim_data, 
     try:
         assert source.run_python(cell(DAEMON, marker=marker)).ok
         child = fork_of(source, forks)
+        assert child.forked_by == "replay"  # a session's snapshot would lose the daemon, so it replays too
+        assert mode == "replay" or "a process a cell started is still running" in child.fork_note
         before = descendants()
         assert child.run_python("print('replayed')").stdout == "replayed\n"  # its replay started a daemon of its own
         branch = descendants() - before  # the fork's jail (in session mode; replay mode ended it already)

@@ -206,7 +206,7 @@ def _run_worker(
         os._exit(70)
     try:
         sock = socket.socket(fileno=ctrl)
-        serve(sock, spec)
+        serve(sock, spec, private_tmp=isolated)
     finally:
         os._exit(0)
 

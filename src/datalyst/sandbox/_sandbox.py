@@ -21,14 +21,18 @@ from datalyst.sandbox._install import AutoInstaller
 from datalyst.sandbox._isolation import JailSpec, jail_identity
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._process import Exchange, WorkerProcess
-from datalyst.sandbox._replies import CellReply, SqlReply
+from datalyst.sandbox._replies import REPLY_BASE_BYTES, CellReply, SnapshotReply, SqlReply
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
 from datalyst.sandbox._screen import screen
 from datalyst.sandbox._seccomp import describe as describe_seccomp
 from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 
 Mode = Literal["session", "replay"]
+ForkWay = Literal["snapshot", "replay"]
 log = logging.getLogger(__name__)
+MAX_SNAPSHOT_BYTES = 32 << 20
+"""The largest state a fork carries as bytes, or a quarter of ``Limits.memory_mb`` where that is less: the host
+holds a few copies of it while it passes it on. Above it, the fork replays."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +93,11 @@ class Sandbox:
         self._synced = False
         """Session mode: the live worker has run every step of the history (a fork's first worker has not)."""
         self._closed = False
-        self.forked_by: str | None = None
-        """How this sandbox got its state: None when made directly, ``"replay"`` when made by ``fork()``."""
+        self.forked_by: ForkWay | None = None
+        """How this sandbox got its state: None when made directly; when made by ``fork()``, ``"snapshot"`` (its
+        worker loaded the source's state) or ``"replay"`` (its first cell replays the source's history)."""
+        self.fork_note = ""
+        """Why a fork replays instead of loading a snapshot ("" otherwise)."""
         self._isolation = ""
         self._starting = threading.Lock()
         self._busy = threading.Lock()
@@ -365,15 +372,21 @@ class Sandbox:
 
     # -- forking
 
-    def fork(self) -> Sandbox:
-        """An independent sandbox in this one's state: the same data files, limits and options, a copy of
-        the work folder, and the variables of every earlier cell, which its first cell replays silently in
-        a fresh jail (``forked_by == "replay"``). Later cells, files, crashes and limits of one never reach
-        the other; close each on its own. A live fork of the worker is not offered: see docs/sandbox.md.
+    def fork(self, how: ForkWay = "snapshot") -> Sandbox:
+        """An independent sandbox in this one's state: the same data files, limits and options, a copy of the work
+        folder, and the variables of every earlier cell, in a fresh jail. By default the state is carried: this
+        sandbox's worker pickles it and the fork's worker loads it before anything else (``forked_by ==
+        "snapshot"``). Where that cannot give the state exactly (``fork_note`` says why), or with
+        ``how="replay"``, the fork's first cell replays the history silently instead (``forked_by == "replay"``).
+        Later cells, files, crashes and limits of one never reach the other; close each on its own. A live fork
+        of the worker is not offered: see docs/sandbox.md, "Forking".
         """
+        if how not in ("snapshot", "replay"):
+            raise ConfigError(f"unknown way to fork {how!r}; use 'snapshot' or 'replay'")
         with self._busy:
             if self._closed:
                 raise SandboxError("this sandbox is closed; only an open sandbox can be forked")
+            state, note = self._snapshot() if how == "snapshot" else (None, "a replay was asked for")
             fork = Sandbox(
                 self.data_files,
                 mode=self.mode,
@@ -387,10 +400,59 @@ class Sandbox:
             )
             try:
                 fork._take_state(self)
+                fork.fork_note = fork._restore(state) if state is not None else note
             except BaseException:
                 fork.close()
                 raise
         return fork
+
+    def _snapshot(self) -> tuple[str | None, str]:
+        """This sandbox's live state, as its worker pickled it (base64), or None and why not (held busy).
+
+        The host never loads it: it only checks its size. Should the state's own code end the worker (pickling
+        runs methods that cells defined), the variables are lost, as when a cell ends it.
+        """
+        if self._worker is None or not self._synced:
+            return None, "no worker holds the state (replay mode, or a fork that has not run a cell yet)"
+        limit = min(self.limits.memory_mb << 18, MAX_SNAPSHOT_BYTES)  # a quarter of memory_mb MiB
+        encoded = 4 * -(-limit // 3)
+        exchange = self._worker.exchange(
+            {"op": "snapshot", "max_bytes": limit},
+            reply=SnapshotReply,
+            timeout_s=self.limits.wall_s,
+            cpu_s=self.limits.cpu_s,
+            max_output_bytes=self.limits.max_output_chars,
+            max_reply=REPLY_BASE_BYTES + encoded,
+        )
+        reply = exchange.reply
+        if reply is None:
+            self._drop_worker()
+            self._state_lost = True
+            self._restart_history()
+            return None, f"taking the snapshot ended the worker ({exchange.exit_note or 'it timed out'})"
+        if reply.error is not None:
+            return None, f"{reply.error.ename}: {reply.error.evalue}"
+        if reply.data is None or len(reply.data) > encoded:
+            return None, "the worker sent no snapshot, or one over the size limit"
+        return reply.data, ""
+
+    def _restore(self, state: str) -> str:
+        """Load ``state`` in this fork's first worker: "" when it did, else why not (the first cell then replays)."""
+        exchange = self._ensure_worker().exchange(
+            {"op": "restore", "data": state},
+            reply=CellReply,
+            timeout_s=self.limits.wall_s,
+            cpu_s=self.limits.cpu_s,
+            max_output_bytes=self.limits.max_output_chars,
+        )
+        if exchange.reply is None or exchange.reply.error is not None:
+            self._drop_worker()  # whatever the loading did to the folder, the replay puts it back first
+            error = exchange.reply.error if exchange.reply else None
+            why = f"{error.ename}: {error.evalue}" if error else exchange.exit_note or "it timed out"
+            return f"loading the snapshot failed ({why})"
+        self._synced = True
+        self.forked_by = "snapshot"
+        return ""
 
     def _take_state(self, source: Sandbox) -> None:
         """Become a fork of ``source`` (held busy): its history, its baseline, and a copy of its folder."""
@@ -402,9 +464,9 @@ class Sandbox:
         copy_folder(source.host_workdir, self.host_workdir, skip=self._data_names())
         self.forked_by = "replay"
 
-    async def afork(self) -> Sandbox:
+    async def afork(self, how: ForkWay = "snapshot") -> Sandbox:
         """``fork`` without blocking the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.fork)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.fork, how)
 
     # -- ending
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+from datalyst.sandbox import _snapshot as snapshot
 from datalyst.sandbox._isolation import JailSpec
 from datalyst.sandbox._replies import MAX_REPORTED_FILES
 from datalyst.sandbox._result import SqlResult
@@ -285,14 +286,31 @@ def _replay(kernel: Kernel, step: dict[str, Any]) -> str | None:
     return (outcome.get("error") or {}).get("ename")
 
 
-def serve(sock: socket.socket, spec: JailSpec) -> None:
-    """Answer requests until the host hangs up."""
+def _transfer(kernel: Kernel, request: dict[str, Any], start: snapshot.Start) -> dict[str, Any]:
+    """Take (``op == "snapshot"``) or restore the interpreter state, under the cell's CPU limit; a refusal, or
+    anything the state's own code raised, comes back as ``error`` (the host replays instead)."""
+    _set_cpu_budget(kernel.cpu_s)
+    try:
+        if request["op"] == "snapshot":
+            return {"data": snapshot.take(kernel.namespace, start, int(request["max_bytes"]))}
+        kernel.namespace = snapshot.restore(request["data"], start)
+        return {}
+    except BaseException as exc:  # CpuTimeExceeded and SystemExit too: the code of pickled objects runs here
+        return {"error": _error_reply(exc)}
+    finally:
+        _set_cpu_budget(None)
+
+
+def serve(sock: socket.socket, spec: JailSpec, *, private_tmp: bool) -> None:
+    """Answer requests until the host hangs up (``private_tmp``: the jail has its own ``/tmp`` and ``/dev/shm``)."""
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     # unbuffered, so output written before a crash still reaches the host
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), write_through=True)
     kernel = Kernel(int(spec.limits["max_output_chars"]), spec.limits["cpu_s"])
-    kernel.namespace.update(sql_helpers(spec))
+    helpers = sql_helpers(spec)
+    kernel.namespace.update(helpers)
+    start = snapshot.Start(helpers, dict(os.environ), spec.workdir, private_tmp)
     send_frame(sock, {"op": "ready"})
     while True:
         try:
@@ -306,6 +324,12 @@ def serve(sock: socket.socket, spec: JailSpec) -> None:
             reply = kernel.run(request["code"], request["name"])
         elif request["op"] == "sql":
             reply = run_sql(request, [os.path.realpath(p) for p in spec.readonly_files])
+        elif request["op"] in ("snapshot", "restore"):
+            reply = _transfer(kernel, request, start)
         else:
             reply = {"error": {"ename": "ProtocolError", "evalue": f"unknown op {request['op']!r}"}}
-        send_frame(sock, {**reply, "id": request.get("id")})
+        try:
+            send_frame(sock, {**reply, "id": request.get("id")})
+        except MemoryError:  # the copies of a large snapshot made for sending did not fit; nothing was sent yet
+            reply = {"error": _error_reply(MemoryError("no memory left to send the state"))}
+            send_frame(sock, {**reply, "id": request.get("id")})
