@@ -340,10 +340,10 @@ def test_a_forked_daemon_dies_with_its_branch(open_sandbox, forks, victim_data, 
     source = open_sandbox(mode)
     try:
         assert source.run_python(cell(DAEMON, marker=marker)).ok
+        before = descendants()
         child = fork_of(source, forks)
         assert child.forked_by == "replay"  # a session's snapshot would lose the daemon, so it replays too
         assert mode == "replay" or "a process a cell started is still running" in child.fork_note
-        before = descendants()
         assert child.run_python("print('replayed')").stdout == "replayed\n"  # its replay started a daemon of its own
         branch = descendants() - before  # the fork's jail (in session mode; replay mode ended it already)
         if mode == "session":

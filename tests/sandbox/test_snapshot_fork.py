@@ -8,6 +8,7 @@ the state is pickled (in the source) or loaded (in the fork's jail). Reuses the 
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import sqlite3
@@ -25,7 +26,7 @@ from test_fork import fork_of, forks, run_all, sandbox  # noqa: F401  (fixtures 
 
 from datalyst.errors import ConfigError
 from datalyst.sandbox import Limits, Sandbox
-from datalyst.sandbox import _sandbox as sandbox_module
+from datalyst.sandbox._sandbox import _copy_memory_file
 
 STATE = [
     "import random\nimport numpy as np\nimport pandas as pd\n"
@@ -213,9 +214,8 @@ def test_what_a_snapshot_would_lose_makes_the_fork_replay(sandbox, forks, code, 
     assert result.stdout == "1\n" and not result.replay_mismatch, result.render()
 
 
-def test_a_state_over_the_size_limit_makes_the_fork_replay(sandbox, forks, monkeypatch):
-    monkeypatch.setattr(sandbox_module, "MAX_SNAPSHOT_BYTES", 1 << 20)
-    source = sandbox("session")
+def test_a_state_over_the_size_limit_makes_the_fork_replay(sandbox, forks):
+    source = sandbox("session", file_size_mb=1)  # a state is a file in the jail: no larger than its files may be
     run_all(source, ["blob = bytes(2 << 20)"])
     child = replaying_fork(source, forks, "the state is larger than the limit of 1.0 MiB")
     assert child.run_python("print(len(blob))").stdout == f"{2 << 20}\n"
@@ -224,7 +224,7 @@ def test_a_state_over_the_size_limit_makes_the_fork_replay(sandbox, forks, monke
 
 
 def test_the_limit_is_a_quarter_of_the_memory_limit_where_that_is_less(sandbox, forks):
-    source = sandbox("session", memory_mb=64)
+    source = sandbox("session", memory_mb=64, file_size_mb=64)
     run_all(source, ["blob = bytes(17 << 20)"])
     replaying_fork(source, forks, "the state is larger than the limit of 16.0 MiB")
 
@@ -327,15 +327,31 @@ def test_code_that_runs_while_pickling_stays_in_the_source(open_sandbox, forks, 
 @pytest.mark.parametrize(
     "forged, why",
     [
-        pytest.param("'not base64!'", "loading the snapshot failed (Error: ", id="garbage"),
-        pytest.param("'A' * (44 << 20)", "the worker sent no snapshot, or one over the size limit", id="too-large"),
-        pytest.param("'A' * (60 << 20)", "the worker sent a malformed reply", id="larger-than-a-frame"),
+        pytest.param("os.write(fd, b'not a pickle')", "loading the snapshot failed (UnpicklingError: ", id="garbage"),
+        pytest.param("os.ftruncate(fd, 17 << 20)", "wrote a snapshot of 17825792 bytes, over the limit", id="large"),
     ],
 )
-def test_a_forged_snapshot_is_only_carried(open_sandbox, forks, victim_data, forged, why):
-    """A cell can replace the worker's snapshot code: the host still never loads what it sends."""
-    source = open_sandbox("session")
-    run_all(source, [f"import datalyst.sandbox._snapshot as s\ns.take = lambda *args: {forged}"])
+def test_a_forged_snapshot_is_only_copied(open_sandbox, forks, victim_data, forged, why):
+    """A cell can replace the worker's snapshot code: the host still never loads what it writes, nor copies
+    more than the limit (a quarter of memory_mb: 16 MiB here, where files may have 64)."""
+    source = open_sandbox("session", memory_mb=64, file_size_mb=64)
+    forge = f"import os\nimport datalyst.sandbox._snapshot as s\ns.take = lambda namespace, start, fd, limit: {forged}"
+    run_all(source, [forge])
     child = fork_of(source, forks)
     assert child.forked_by == "replay" and why in child.fork_note, child.fork_note
     assert_contained_and_usable(child, victim_data)
+    assert_contained_and_usable(source, victim_data)
+
+
+def test_the_fork_gets_a_copy_of_the_file_its_source_wrote():
+    """Code in the source's jail may keep the memory file it wrote and change it later: the fork reads a copy."""
+    written = os.memfd_create("test")
+    os.write(written, b"state and more")
+    copy = _copy_memory_file(written, len(b"state"))
+    try:
+        assert os.fstat(copy).st_ino != os.fstat(written).st_ino
+        os.pwrite(written, b"STATE", 0)
+        assert os.pread(copy, 100, 0) == b"state"
+    finally:
+        os.close(copy)
+        os.close(written)

@@ -11,6 +11,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
@@ -184,7 +185,7 @@ class WorkerProcess:
         after_replay_s: float | None = None,
         cpu_s: float | None = None,
         after_replay_cpu_s: float | None = None,
-        max_reply: int | None = None,
+        fds: Sequence[int] = (),
     ) -> Exchange[ReplyT]:
         """Send one request (None: wait for the worker's greeting) and wait for its reply, the
         worker's death, or the deadline. Replies are matched to the request by a random ID, so a
@@ -196,8 +197,7 @@ class WorkerProcess:
         deadline restarts with ``after_replay_s`` for the new cell. ``cpu_s`` (then
         ``after_replay_cpu_s``) is the CPU time all the jail's processes and threads may use
         together, measured from the host; between requests the host keeps them stopped, so nothing a
-        cell left running uses the CPU while the model thinks. ``max_reply`` bounds the reply frame in bytes
-        (by default, room for a traceback of ``max_output_bytes``).
+        cell left running uses the CPU while the model thinks. ``fds`` travel with the request.
         """
         started = time.monotonic()
         processes = self.processes if cpu_s is not None else None
@@ -206,13 +206,13 @@ class WorkerProcess:
             cpu_start, cpu_budget = processes.cpu_s(), cpu_s
         next_cpu_check = started + CPU_CHECK_S
         result: Exchange[ReplyT] = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
-        frames = FrameBuffer(max_reply or max_reply_bytes(max_output_bytes))
+        frames = FrameBuffer(max_reply_bytes(max_output_bytes))
         malformed = ""
         request_id = None
         if request is not None:
             request_id = secrets.token_hex(8)
             try:
-                send_frame(self.ctrl, {**request, "id": request_id})
+                send_frame(self.ctrl, {**request, "id": request_id}, fds)
             except OSError:
                 result.died = True
         deadline = started + timeout_s

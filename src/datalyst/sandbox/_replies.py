@@ -91,14 +91,6 @@ class CellReply(_Reply):
     files: list[WorkPath] = Field(default=[], max_length=MAX_REPORTED_FILES)
 
 
-class SnapshotReply(_Reply):
-    """A worker's interpreter state (base64 pickled bytes the host never loads), or why it gave none."""
-
-    id: str
-    data: str | None = None
-    error: ErrorReply | None = None
-
-
 class SqlReply(_Reply):
     id: str
     columns: list[Text] = Field(max_length=MAX_COLUMNS)

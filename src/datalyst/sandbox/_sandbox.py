@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ from datalyst.sandbox._install import AutoInstaller
 from datalyst.sandbox._isolation import JailSpec, jail_identity
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._process import Exchange, WorkerProcess
-from datalyst.sandbox._replies import REPLY_BASE_BYTES, CellReply, SnapshotReply, SqlReply
+from datalyst.sandbox._replies import CellReply, SqlReply
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
 from datalyst.sandbox._screen import screen
 from datalyst.sandbox._seccomp import describe as describe_seccomp
@@ -30,9 +30,6 @@ from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 Mode = Literal["session", "replay"]
 ForkWay = Literal["snapshot", "replay"]
 log = logging.getLogger(__name__)
-MAX_SNAPSHOT_BYTES = 32 << 20
-"""The largest state a fork carries as bytes, or a quarter of ``Limits.memory_mb`` where that is less: the host
-holds a few copies of it while it passes it on. Above it, the fork replays."""
 
 
 @dataclass(frozen=True)
@@ -374,9 +371,9 @@ class Sandbox:
 
     def fork(self, how: ForkWay = "snapshot") -> Sandbox:
         """An independent sandbox in this one's state: the same data files, limits and options, a copy of the work
-        folder, and the variables of every earlier cell, in a fresh jail. By default the state is carried: this
-        sandbox's worker pickles it and the fork's worker loads it before anything else (``forked_by ==
-        "snapshot"``). Where that cannot give the state exactly (``fork_note`` says why), or with
+        folder, and the variables of every earlier cell, in a fresh jail whose worker is started. By default the
+        state is carried: this sandbox's worker pickles it and the fork's worker loads it before anything else
+        (``forked_by == "snapshot"``). Where that cannot give the state exactly (``fork_note`` says why), or with
         ``how="replay"``, the fork's first cell replays the history silently instead (``forked_by == "replay"``).
         Later cells, files, crashes and limits of one never reach the other; close each on its own. A live fork
         of the worker is not offered: see docs/sandbox.md, "Forking".
@@ -386,7 +383,6 @@ class Sandbox:
         with self._busy:
             if self._closed:
                 raise SandboxError("this sandbox is closed; only an open sandbox can be forked")
-            state, note = self._snapshot() if how == "snapshot" else (None, "a replay was asked for")
             fork = Sandbox(
                 self.data_files,
                 mode=self.mode,
@@ -398,52 +394,67 @@ class Sandbox:
                 forkserver=self._forkserver,
                 executor=self._executor,
             )
+            state = None
             try:
+                with ThreadPoolExecutor(1) as starter:  # the fork's jail starts while this one's state is taken
+                    started = starter.submit(fork.prestart)
+                    state, note = self._snapshot() if how == "snapshot" else (None, "a replay was asked for")
+                    started.result()
                 fork._take_state(self)
                 fork.fork_note = fork._restore(state) if state is not None else note
             except BaseException:
                 fork.close()
                 raise
+            finally:
+                if state is not None:
+                    os.close(state)
         return fork
 
-    def _snapshot(self) -> tuple[str | None, str]:
-        """This sandbox's live state, as its worker pickled it (base64), or None and why not (held busy).
+    def _snapshot(self) -> tuple[int | None, str]:
+        """A memory file with this sandbox's live state, as its worker pickled it, or None and why not (held busy).
 
-        The host never loads it: it only checks its size. Should the state's own code end the worker (pickling
-        runs methods that cells defined), the variables are lost, as when a cell ends it.
+        The host never loads the state: it checks its size and copies it into a file of its own for the fork
+        (code in this jail may still hold the one it wrote). The limit is a quarter of ``Limits.memory_mb`` and at
+        most ``Limits.file_size_mb``. Should the state's own code end the worker (pickling runs methods that
+        cells defined), the variables are lost, as when a cell ends it.
         """
         if self._worker is None or not self._synced:
             return None, "no worker holds the state (replay mode, or a fork that has not run a cell yet)"
-        limit = min(self.limits.memory_mb << 18, MAX_SNAPSHOT_BYTES)  # a quarter of memory_mb MiB
-        encoded = 4 * -(-limit // 3)
-        exchange = self._worker.exchange(
-            {"op": "snapshot", "max_bytes": limit},
-            reply=SnapshotReply,
-            timeout_s=self.limits.wall_s,
-            cpu_s=self.limits.cpu_s,
-            max_output_bytes=self.limits.max_output_chars,
-            max_reply=REPLY_BASE_BYTES + encoded,
-        )
-        reply = exchange.reply
-        if reply is None:
-            self._drop_worker()
-            self._state_lost = True
-            self._restart_history()
-            return None, f"taking the snapshot ended the worker ({exchange.exit_note or 'it timed out'})"
-        if reply.error is not None:
-            return None, f"{reply.error.ename}: {reply.error.evalue}"
-        if reply.data is None or len(reply.data) > encoded:
-            return None, "the worker sent no snapshot, or one over the size limit"
-        return reply.data, ""
+        limit = min(self.limits.memory_mb << 18, self.limits.file_size_mb << 20)
+        written = os.memfd_create("datalyst-snapshot", os.MFD_CLOEXEC)
+        try:
+            exchange = self._worker.exchange(
+                {"op": "snapshot", "max_bytes": limit},
+                reply=CellReply,
+                timeout_s=self.limits.wall_s,
+                cpu_s=self.limits.cpu_s,
+                max_output_bytes=self.limits.max_output_chars,
+                fds=[written],
+            )
+            if exchange.reply is None:
+                self._drop_worker()
+                self._state_lost = True
+                self._restart_history()
+                return None, f"taking the snapshot ended the worker ({exchange.exit_note or 'it timed out'})"
+            if (error := exchange.reply.error) is not None:
+                return None, f"{error.ename}: {error.evalue}"
+            size = os.fstat(written).st_size
+            if size > limit:
+                return None, f"the worker wrote a snapshot of {size} bytes, over the limit of {limit}"
+            return _copy_memory_file(written, size), ""
+        finally:
+            os.close(written)
 
-    def _restore(self, state: str) -> str:
-        """Load ``state`` in this fork's first worker: "" when it did, else why not (the first cell then replays)."""
+    def _restore(self, state: int) -> str:
+        """Load the state in the memory file ``state`` in this fork's worker: "" when it did, else why not (the
+        worker is dropped, and the first cell replays instead)."""
         exchange = self._ensure_worker().exchange(
-            {"op": "restore", "data": state},
+            {"op": "restore"},
             reply=CellReply,
             timeout_s=self.limits.wall_s,
             cpu_s=self.limits.cpu_s,
             max_output_bytes=self.limits.max_output_chars,
+            fds=[state],
         )
         if exchange.reply is None or exchange.reply.error is not None:
             self._drop_worker()  # whatever the loading did to the folder, the replay puts it back first
@@ -510,6 +521,19 @@ class Sandbox:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _copy_memory_file(fd: int, size: int) -> int:
+    """A new memory file holding the first ``size`` bytes of ``fd`` (copied by the kernel)."""
+    copy = os.memfd_create("datalyst-snapshot", os.MFD_CLOEXEC)
+    try:
+        offset = 0
+        while offset < size and (sent := os.sendfile(copy, fd, offset, size - offset)):
+            offset += sent
+    except BaseException:
+        os.close(copy)
+        raise
+    return copy
 
 
 def _to_exec_result(exchange: Exchange[CellReply], limits: Limits, *, state_lost: bool) -> ExecResult:

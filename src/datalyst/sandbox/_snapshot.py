@@ -1,21 +1,22 @@
 """A worker's interpreter state as bytes, and back, for a fork that does not replay (runs in the worker).
 
-``take`` pickles, with cloudpickle, the cell namespace (functions and classes defined in cells go by
-value, modules by reference) and what else cells change that a fresh worker would not have: the
-global random states, the current folder, the environment, ``sys.path``, pandas options, matplotlib's
-``rcParams``, numpy's print and error settings, warning filters and the cells' source lines for
-tracebacks. ``restore`` loads them in a fresh worker before any other cell.
+``take`` pickles with cloudpickle, into a memory file the host passed, the cell namespace (functions
+and classes defined in cells go by value, modules by reference) and what else cells change that a
+fresh worker would not have: the global random states, the current folder, the environment,
+``sys.path``, pandas options, matplotlib's ``rcParams``, numpy's print and error settings, warning
+filters and the cells' source lines for tracebacks. ``restore`` loads them, from a copy the host
+made, in a fresh worker before any other cell.
 
-Both run beside model code, so nothing here is trusted by the host, which only carries the bytes. They
+Both run beside model code, so nothing here is trusted by the host, which only copies the bytes. They
 refuse, and the host replays instead, whenever the bytes could not give the same state as a replay:
-a value that cannot be pickled, a thread or process a cell left running, files in the private ``/tmp``
-or ``/dev/shm``, a value that holds the work folder's path (each sandbox has its own), a state over the
-size limit. Loading untrusted bytes runs whatever they say, but only in the new jail, as a cell would.
+a value that cannot be pickled (an open file, a generator, a lock), a thread or process a cell left
+running, files in the private ``/tmp`` or ``/dev/shm``, a value that holds the work folder's path (each
+sandbox has its own), a state over the size limit. Loading untrusted bytes runs whatever they say, but
+only in the new jail, as a cell there would.
 """
 
 from __future__ import annotations
 
-import base64
 import builtins
 import io
 import linecache
@@ -130,8 +131,8 @@ def _closed_file(kind: str, name: Any, mode: Any, encoding: Any) -> io.IOBase:
     return file
 
 
-def take(namespace: dict[str, Any], start: Start, limit: int) -> str:
-    """The state as base64 text, at most ``limit`` bytes before encoding; Refused says why it cannot be."""
+def take(namespace: dict[str, Any], start: Start, fd: int, limit: int) -> None:
+    """Write the state to the file ``fd`` if it takes at most ``limit`` bytes; Refused says why it cannot be."""
     workdir = start.workdir
     _check_no_activity(workdir, start.private_tmp)
     state = {
@@ -153,7 +154,8 @@ def take(namespace: dict[str, Any], start: Start, limit: int) -> str:
     own = os.path.basename(os.path.dirname(workdir))  # the sandbox's folder, named uniquely (sandbox-XXXXXXXX)
     if any(own.encode(codec) in data for codec in ("utf-8", "utf-32-le")):  # str, and numpy's str arrays
         raise Refused(f"a value holds this sandbox's folder ({own}), which has another name in a fork")
-    return base64.b64encode(data).decode("ascii")
+    with open(fd, "wb", closefd=False) as file:
+        file.write(data)
 
 
 def _check_no_activity(workdir: str, private_tmp: bool) -> None:
@@ -211,12 +213,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
-def restore(text: str, start: Start) -> dict[str, Any]:
-    """Load a state that ``take`` made in another worker; return the namespace cells run in from now on.
-
-    Raises whatever loading raised: the host then drops this worker and replays instead.
+def restore(fd: int, start: Start) -> dict[str, Any]:
+    """Load the state that ``take`` wrote in another worker (the file ``fd`` holds a copy); return the namespace
+    cells run in from now on. Raises whatever loading raised: the host then drops this worker and replays.
     """
-    state = _Unpickler(base64.b64decode(text, validate=True), start.helpers).load()
+    with open(fd, "rb", closefd=False) as file:
+        file.seek(0)
+        state = _Unpickler(file.read(), start.helpers).load()
     names = state["names"]
     for value in names.values():
         if isinstance(value, types.FunctionType) and value.__module__ == "__main__" and value.__globals__ is not names:

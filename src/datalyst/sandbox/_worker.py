@@ -29,7 +29,7 @@ from datalyst.sandbox._isolation import JailSpec
 from datalyst.sandbox._replies import MAX_REPORTED_FILES
 from datalyst.sandbox._result import SqlResult
 from datalyst.sandbox._sqlrules import output_path_problem, pick_database
-from datalyst.sandbox._wire import WireError, recv_frame, send_frame
+from datalyst.sandbox._wire import WireError, recv_frame_with_fds, send_frame
 from datalyst.text import clip_middle
 
 MAX_SCANNED_FILES = 5_000
@@ -286,14 +286,16 @@ def _replay(kernel: Kernel, step: dict[str, Any]) -> str | None:
     return (outcome.get("error") or {}).get("ename")
 
 
-def _transfer(kernel: Kernel, request: dict[str, Any], start: snapshot.Start) -> dict[str, Any]:
-    """Take (``op == "snapshot"``) or restore the interpreter state, under the cell's CPU limit; a refusal, or
-    anything the state's own code raised, comes back as ``error`` (the host replays instead)."""
+def _transfer(kernel: Kernel, request: dict[str, Any], fds: list[int], start: snapshot.Start) -> dict[str, Any]:
+    """Take (``op == "snapshot"``) or restore the interpreter state through the memory file the host sent, under
+    the cell's CPU limit; a refusal, or anything the state's own code raised, comes back as ``error``."""
     _set_cpu_budget(kernel.cpu_s)
     try:
+        (fd,) = fds
         if request["op"] == "snapshot":
-            return {"data": snapshot.take(kernel.namespace, start, int(request["max_bytes"]))}
-        kernel.namespace = snapshot.restore(request["data"], start)
+            snapshot.take(kernel.namespace, start, fd, int(request["max_bytes"]))
+        else:
+            kernel.namespace = snapshot.restore(fd, start)
         return {}
     except BaseException as exc:  # CpuTimeExceeded and SystemExit too: the code of pickled objects runs here
         return {"error": _error_reply(exc)}
@@ -314,7 +316,7 @@ def serve(sock: socket.socket, spec: JailSpec, *, private_tmp: bool) -> None:
     send_frame(sock, {"op": "ready"})
     while True:
         try:
-            request = recv_frame(sock)
+            request, fds = recv_frame_with_fds(sock, 1)
         except (WireError, OSError):
             return
         if request["op"] == "run":
@@ -325,11 +327,9 @@ def serve(sock: socket.socket, spec: JailSpec, *, private_tmp: bool) -> None:
         elif request["op"] == "sql":
             reply = run_sql(request, [os.path.realpath(p) for p in spec.readonly_files])
         elif request["op"] in ("snapshot", "restore"):
-            reply = _transfer(kernel, request, start)
+            reply = _transfer(kernel, request, fds, start)
         else:
             reply = {"error": {"ename": "ProtocolError", "evalue": f"unknown op {request['op']!r}"}}
-        try:
-            send_frame(sock, {**reply, "id": request.get("id")})
-        except MemoryError:  # the copies of a large snapshot made for sending did not fit; nothing was sent yet
-            reply = {"error": _error_reply(MemoryError("no memory left to send the state"))}
-            send_frame(sock, {**reply, "id": request.get("id")})
+        for fd in fds:
+            os.close(fd)
+        send_frame(sock, {**reply, "id": request.get("id")})
