@@ -40,7 +40,7 @@ from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
 from datalyst.train._rollouts import Collected, Scored, checkable, collect, informative
-from datalyst.train._runtime import Runtime, start_runtime
+from datalyst.train._runtime import Runtime, release_memory, start_runtime
 from datalyst.train._schedules import sft_weight, structure_weight
 
 Algorithm = Literal["grpo", "dapo", "dapo+sft"]
@@ -285,6 +285,7 @@ def accumulate(
                                     algo=algo, epsilon=epsilon, epsilon_high=epsilon_high)  # fmt: skip
         weight = (1 - gamma) * (logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs))
         runtime.backward(weight * loss)
+        release_memory()
         total += weight * loss.item()
         for name, value in clipped.items():
             stats[name].append(value)
@@ -294,6 +295,7 @@ def accumulate(
         weight = gamma * logprobs.shape[1] / sft_tokens
         loss = sft_loss(logprobs, torch.ones_like(logprobs))
         runtime.backward(weight * loss)
+        release_memory()
         total += weight * loss.item()
     return total, stats
 

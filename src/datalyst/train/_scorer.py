@@ -37,7 +37,7 @@ from datalyst.train._log import plot_curve, read_log
 from datalyst.train._loop import train_steps
 from datalyst.train._model_losses import preference_loss, value_loss
 from datalyst.train._policy import load_policy, pad_id, trainable_parameters
-from datalyst.train._runtime import Runtime, start_runtime
+from datalyst.train._runtime import Runtime, release_memory, start_runtime
 from datalyst.train._sft import collate, cosine_with_warmup
 from datalyst.train._value import ScorerConfig, ScorerResult
 
@@ -158,6 +158,7 @@ def scorer_step(model: Any, batch: Sequence[Item], runtime: Runtime, *, pad_id: 
             runtime.backward(loss * item.weight * runtime.world_size / count)  # DDP averages over processes
         total += item.weight * loss.item()
         tokens += int(attention_mask.sum())
+        release_memory()
     return runtime.sum(total) / count, int(runtime.sum(float(tokens)))
 
 

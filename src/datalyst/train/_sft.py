@@ -33,7 +33,7 @@ from datalyst.train._log import plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._loop import train_steps
 from datalyst.train._policy import LoraOptions, load_policy, pad_id, save_weights, trainable_parameters
-from datalyst.train._runtime import Runtime, start_runtime
+from datalyst.train._runtime import Runtime, release_memory, start_runtime
 
 Precision = Literal["auto", "bf16", "fp32"]
 
@@ -121,6 +121,7 @@ def sft_step(
             runtime.backward(summed * runtime.world_size / counts)  # DDP averages gradients over processes
         loss_sum += summed.item()
         tokens += int(attention_mask.sum())
+        release_memory()
     return runtime.sum(loss_sum) / counts, int(runtime.sum(float(tokens)))
 
 
