@@ -167,6 +167,16 @@ def test_settings_cells_change_arrive(sandbox, forks):
         assert result.stdout == expected and result.stderr == "", result.render()
 
 
+def test_a_figure_kept_in_a_variable_arrives_closed_as_in_its_source(sandbox, forks):
+    source = sandbox("session")
+    run_all(source, ["import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 3])"])
+    child = snapshot_fork(source, forks)
+    again = "ax.set_title('again')\nfig.savefig('again.png')\nprint(plt.get_fignums(), ax.get_title())"
+    for sb in (child, source):  # no figure is open between cells, so the next cell saves only what it asks for
+        result = sb.run_python(again)
+        assert result.stdout == "[] again\n" and result.files_created == ["again.png"], result.render()
+
+
 def test_fork_can_be_asked_to_replay(sandbox, forks):
     source = sandbox("session")
     run_all(source, ["x = 3"])

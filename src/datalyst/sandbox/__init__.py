@@ -9,7 +9,7 @@ from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._paths import open_in_workdir
 from datalyst.sandbox._pool import SandboxPool
 from datalyst.sandbox._result import CellError, ExecResult, SqlResult
-from datalyst.sandbox._sandbox import Mode, Sandbox
+from datalyst.sandbox._sandbox import ForkWay, Mode, Sandbox
 from datalyst.sandbox._screen import screen
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "CellError",
     "ExecResult",
     "ForkServer",
+    "ForkWay",
     "Limits",
     "Mode",
     "Sandbox",
