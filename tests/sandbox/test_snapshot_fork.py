@@ -212,6 +212,7 @@ def test_a_replay_mode_sandbox_forks_by_replay(sandbox, forks):
         ),
         pytest.param("open('/tmp/notes.txt', 'w').write('n')", "/tmp/notes.txt is in the private /tmp", id="tmp"),
         pytest.param("import os\nos.mkdir('/dev/shm/d')", "/dev/shm/d is in the private /dev/shm", id="shm"),
+        pytest.param("import os\nos.mkfifo('pipe')", "the work folder holds what cannot be copied", id="fifo"),
         pytest.param("import pathlib\nwhere = pathlib.Path.cwd()", "a value holds this sandbox's folder", id="path"),
         pytest.param("import numpy as np, os\nwhere = np.array([os.getcwd()])", "this sandbox's folder", id="array"),
     ],

@@ -24,11 +24,13 @@ def empty_folder(path: str, keep: Collection[str]) -> None:
                 os.unlink(entry.path)
 
 
-def copy_folder(source: str, target: str, skip: Collection[str] = ()) -> None:
+def copy_folder(source: str, target: str, skip: Collection[str] = ()) -> bool:
     """Copy every entry of ``source`` not named in ``skip`` into the existing folder ``target`` (symlinks as
-    links). What cannot be copied (a FIFO, a socket, a file a cell made unreadable) is left out. Run as
-    root, the copies are given to ``nobody``, the user the jail maps its root to, so cells can change them.
+    links). What cannot be copied (a FIFO, a socket, a file a cell made unreadable) is left out: False says
+    something was. Run as root, the copies are given to ``nobody``, the user the jail maps its root to, so
+    cells can change them.
     """
+    whole = True
     for entry in os.scandir(source):
         if entry.name in skip:
             continue
@@ -39,9 +41,10 @@ def copy_folder(source: str, target: str, skip: Collection[str] = ()) -> None:
             else:
                 shutil.copy2(entry.path, copy, follow_symlinks=False)
         except OSError:  # shutil.Error too: the rest of a tree is copied first
-            pass
+            whole = False
         if os.path.lexists(copy):
             _give_to_jail(copy)
+    return whole
 
 
 def _give_to_jail(path: str) -> None:

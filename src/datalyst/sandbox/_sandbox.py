@@ -400,8 +400,10 @@ class Sandbox:
                     started = starter.submit(fork.prestart)
                     state, note = self._snapshot() if how == "snapshot" else (None, "a replay was asked for")
                     started.result()
-                fork._take_state(self)
-                fork.fork_note = fork._restore(state) if state is not None else note
+                whole = fork._take_state(self)
+                if state is not None and not whole:
+                    note = "the work folder holds what cannot be copied (a FIFO, a socket, a file made unreadable)"
+                fork.fork_note = fork._restore(state) if state is not None and whole else note
             except BaseException:
                 fork.close()
                 raise
@@ -465,15 +467,16 @@ class Sandbox:
         self.forked_by = "snapshot"
         return ""
 
-    def _take_state(self, source: Sandbox) -> None:
-        """Become a fork of ``source`` (held busy): its history, its baseline, and a copy of its folder."""
+    def _take_state(self, source: Sandbox) -> bool:
+        """Become a fork of ``source`` (held busy) that replays: its history, its baseline, and a copy of its folder;
+        False when something in the folder could not be copied (a replay makes it again)."""
         self._sources = dict(source._sources)
         self._history = list(source._history)
         self._cells = source._cells
         self._state_lost = source._state_lost
-        copy_folder(source._baseline, self._baseline)
-        copy_folder(source.host_workdir, self.host_workdir, skip=self._data_names())
         self.forked_by = "replay"
+        copy_folder(source._baseline, self._baseline)
+        return copy_folder(source.host_workdir, self.host_workdir, skip=self._data_names())
 
     async def afork(self, how: ForkWay = "snapshot") -> Sandbox:
         """``fork`` without blocking the event loop."""
