@@ -37,7 +37,8 @@ from datalyst.sandbox import _seccomp as seccomp
 from datalyst.sandbox._wire import FrameBuffer, MalformedFrame, WireError, recv_frame, recv_frame_with_fds, send_frame
 
 # What the fork server imports once, so that every worker starts with it: the libraries of PREINSTALLED,
-# with the submodules cells use (about 1 s of cold start and 110 MiB, shared by all workers; docs/BENCHMARKS.md).
+# with the submodules cells use (about 1 s of cold start and 110 MiB, shared by all workers; docs/BENCHMARKS.md),
+# and cloudpickle, which the worker imports to take and load snapshots for Sandbox.fork().
 PRELOAD = (
     "datalyst.sandbox._worker",
     "datalyst.data",
