@@ -152,8 +152,10 @@ class _Search:
             raise
         if not any(child.turns[-1].kind == ActionKind.CODE for child in children):
             await state.sandbox.aclose()  # no cell took the leaf's sandbox
-        for child in children:
-            await self._add(leaf, child)
+        nodes = [await self._add(leaf, child) for child in children]
+        for node in nodes:  # valued once every sandbox is either kept or closed: a failing judge leaks none
+            node.estimate = await self._value(node)
+            backup(self.tree, node, node.estimate)
         await self._evict()
 
     def _branches(self, state: AgentState, completions: list[Completion]) -> list[AgentState]:
@@ -166,18 +168,18 @@ class _Search:
             taken = taken or runs_code
         return branches
 
-    async def _add(self, leaf: Node, child: AgentState) -> None:
+    async def _add(self, leaf: Node, child: AgentState) -> Node:
+        """The child's node; its state is kept for expansion if its branch goes on, else its sandbox closed."""
         turn = child.turns[-1]
         ending = _ending(child, self.config)
         node = self.tree.add(leaf, turn, prior=_prior(turn.logprobs), ending=ending,
                              errors_in_a_row=child.errors_in_a_row)  # fmt: skip
         self.tree.cost.cells += turn.kind == ActionKind.CODE
-        node.estimate = await self._value(node)
-        backup(self.tree, node, node.estimate)
         if ending is None:
             self.live[node.id] = child
         elif turn.kind == ActionKind.CODE:
             await child.sandbox.aclose()
+        return node
 
     async def _value(self, node: Node) -> float:
         if node.ending is Ending.ANSWER and self.judge is not None:
