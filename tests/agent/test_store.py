@@ -106,3 +106,10 @@ def test_older_records_are_migrated_and_newer_ones_refused(tmp_path):
     path.write_text(json.dumps(newer) + "\n")
     with pytest.raises(DataFileError, match=r"old\.jsonl line 1 .*schema 99 is newer.*upgrade datalyst"):
         read_trajectories(path)
+
+
+def test_a_file_may_be_named_by_a_string(tmp_path):
+    path = tmp_path / "a.jsonl"
+    write(path, record("x", 0, answer="one", minutes=1))
+    assert [t.answer for t in read_trajectories(str(path))] == ["one"]
+    assert [t.answer for t in read_trajectories([str(path)])] == ["one"]

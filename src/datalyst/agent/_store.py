@@ -17,17 +17,17 @@ from datalyst.jsonl import read_appended
 _FIX = "restore the file or move the line out"
 
 
-def read_trajectories(paths: Path | Iterable[Path]) -> list[Trajectory]:
+def read_trajectories(paths: str | Path | Iterable[str | Path]) -> list[Trajectory]:
     """The latest attempt of every trajectory id in ``paths`` (missing files hold none), in first-seen order."""
     chosen: dict[str, Trajectory] = {}
-    for path in [paths] if isinstance(paths, Path) else paths:
-        for trajectory in read_appended(path, Trajectory, what="a trajectory", fix=_FIX):
+    for path in [paths] if isinstance(paths, str | Path) else paths:
+        for trajectory in read_appended(Path(path), Trajectory, what="a trajectory", fix=_FIX):
             current = chosen.get(trajectory.id)
             if current is None or trajectory.started_at >= current.started_at:
                 chosen[trajectory.id] = trajectory
     return list(chosen.values())
 
 
-def finished_ids(paths: Path | Iterable[Path]) -> set[str]:
+def finished_ids(paths: str | Path | Iterable[str | Path]) -> set[str]:
     """Ids whose latest attempt did not fail on our side: a resumed run skips these and retries the rest."""
     return {t.id for t in read_trajectories(paths) if not t.failed}
