@@ -79,12 +79,11 @@ class PendingSandbox:
         make = functools.partial(_started_sandbox, files, config, executor)
         return cls(asyncio.get_running_loop().run_in_executor(executor, make))
 
-    def fork(self, executor: Executor | None) -> PendingSandbox:
+    def fork(self) -> PendingSandbox:
         """A sandbox of its own in this one's state (variables and files), made once this one has started."""
 
         async def forked() -> Sandbox:
-            sandbox = await self.get()
-            return await asyncio.get_running_loop().run_in_executor(executor, sandbox.fork)
+            return await (await self.get()).afork()
 
         return PendingSandbox(asyncio.ensure_future(forked()))
 
@@ -207,9 +206,9 @@ class Agent:
         kept = completion.cut(self.dialect.action_end(completion.text))
         return kept, self.dialect.parse(kept.text)
 
-    def branch(self, state: AgentState, executor: Executor | None = None) -> AgentState:
+    def branch(self, state: AgentState) -> AgentState:
         """``state`` with a sandbox of its own, forked from its sandbox: the two can then advance apart."""
-        return dataclasses.replace(state, sandbox=state.sandbox.fork(executor))
+        return dataclasses.replace(state, sandbox=state.sandbox.fork())
 
     async def advance(self, state: AgentState, completion: Completion, *, generation_s: float = 0.0) -> AgentState:
         """The state after ``completion``: the turn parsed, kept up to its first action, its code run and observed."""

@@ -91,7 +91,7 @@ def build_report(
             DialectReport(
                 dialect=dialect,
                 rates=pass_rates(mine, seed=config.seed),
-                behaviour=behaviour(runs, costs or {}),
+                behaviour=behaviour(runs, costs),
                 by_level=_grouped(mine, lambda v: by_id[v.task_id].level, config.seed),
                 by_category=_grouped(mine, lambda v: by_id[v.task_id].category, config.seed),
                 dabench=_dabench_figures(tasks, runs, mine, config, reformatted),

@@ -18,7 +18,7 @@ from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._reformat import areformat_run
 from datalyst.eval._report import EvalReport, build_report, write_reports
-from datalyst.eval._strategies import run_strategy, strategy_costs
+from datalyst.eval._strategies import run_strategy, strategy_costs, trajectory_files
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
 from datalyst.llm import ChatModel
@@ -32,12 +32,6 @@ Shard = tuple[int, int]
 def trajectory_path(out_dir: Path, dialect: str, shard: Shard | None = None) -> Path:
     name = dialect if shard is None else f"{dialect}.shard{shard[0]}of{shard[1]}"
     return out_dir / "trajectories" / f"{name}.jsonl"
-
-
-def trajectory_files(out_dir: Path, dialect: str) -> list[Path]:
-    """The files holding a dialect's trajectories: the main one and any shards'."""
-    folder = out_dir / "trajectories"
-    return sorted(p for p in folder.glob(f"{dialect}*.jsonl") if p.name.split(".")[0] == dialect)
 
 
 def read_config(out_dir: str | Path) -> EvalConfig:

@@ -80,23 +80,25 @@ Costs = dict[tuple[str, str], Cost]
 
 
 def strategy_costs(out_dir: Path, config: EvalConfig, trajectories: Sequence[Trajectory]) -> Costs:
-    """What each answer of the run cost."""
+    """What the answers of a vote or a search cost beyond their own trajectory (a react answer costs just that)."""
     costs: Costs = {}
-    for answer in trajectories:
-        key = (answer.dialect, answer.id)
-        if config.strategy == "react":
-            costs[key] = trajectory_cost([answer])
-        elif config.strategy == "mcts":
+    if config.strategy == "mcts":
+        for answer in trajectories:
             path = tree_path(_trees(out_dir, answer.dialect), answer.task, answer.trial)
-            costs[key] = Tree.load(path).cost if path.exists() else trajectory_cost([answer])
-    if config.strategy == "vote":
+            if path.exists():
+                costs[answer.dialect, answer.id] = Tree.load(path).cost
+    elif config.strategy == "vote":
         for dialect in config.dialects:
-            files = sorted((out_dir / "samples").glob(f"{dialect}*.jsonl"))
             groups: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
-            for sample in read_trajectories(files) if files else []:
+            for sample in read_trajectories(trajectory_files(out_dir, dialect, "samples")):
                 groups[dialect, trajectory_id(sample.task.id, sample.trial // config.votes)].append(sample)
             costs |= {key: trajectory_cost(group) for key, group in groups.items()}
     return costs
+
+
+def trajectory_files(out_dir: Path, dialect: str, folder: str = "trajectories") -> list[Path]:
+    """The files of ``folder`` holding a dialect's trajectories (or a vote's samples): the main one and any shards'."""
+    return sorted(p for p in (out_dir / folder).glob(f"{dialect}*.jsonl") if p.name.split(".")[0] == dialect)
 
 
 def _trees(out_dir: Path, dialect: str) -> Path:

@@ -164,7 +164,7 @@ class _Search:
         branches, taken = [], False
         for completion in completions:
             runs_code = self.agent.read(completion)[1].kind == ActionKind.CODE
-            branches.append(self.agent.branch(state, self.executor) if runs_code and taken else state)
+            branches.append(self.agent.branch(state) if runs_code and taken else state)
             taken = taken or runs_code
         return branches
 
