@@ -71,3 +71,21 @@ def test_training_examples_leave_out_the_sampling_guidance_unless_asked(examples
     assert "Hint" in guided.first_message
     assert training_example(guided, tokenizer).input_ids == training_example(plain, tokenizer).input_ids
     assert "Hint" in tokenizer.decode(training_example(guided, tokenizer, guidance=True).input_ids)
+
+
+def test_a_failed_turn_stays_in_the_context_but_out_of_the_loss_unless_asked(examples_dir):
+    tokenizer = load_tokenizer("embedded:small")
+    task = Task(id="regions", question="How many regions are there?", files=[str(examples_dir / "sales.csv")])
+    wrong = "<think>Count regions.</think>\n<code>\n```python\nprint(undefined_name)\n```\n</code>"
+    script = [wrong, *SCRIPTS["datamind"]]
+    trajectory = asyncio.run(Agent(ReplayModel(script, per_turn=True)).arun(task))
+    assert [turn.result.ok for turn in trajectory.turns[:2]] == [False, True]
+    masked, kept = (training_example(trajectory, tokenizer, failed_turns=f) for f in (False, True))
+    assert masked.input_ids == kept.input_ids and "NameError" in tokenizer.decode(masked.input_ids)
+    trained = [tokenizer.decode(trained_ids(example)) for example in (masked, kept)]
+    assert trained[1] == "".join(turn.text + tokenizer.end_of_turn for turn in trajectory.turns)
+    assert trained[0] == "".join(turn.text + tokenizer.end_of_turn for turn in trajectory.turns[1:])
+
+
+def trained_ids(example) -> list[int]:
+    return [token for token, trained in zip(example.input_ids, example.loss_mask, strict=True) if trained]

@@ -70,6 +70,7 @@ def test_filter_and_report_after_judging(datalyst, replay_spec, tmp_path, exampl
     assert len((exports / "examples.jsonl").read_text().splitlines()) == 2
     assert "sharegpt" in json.loads((exports / "dataset_info.json").read_text())["datalyst"]["formatting"]
     manifest = json.loads((exports / "export.manifest.json").read_text())
+    assert manifest["failed_turns"] is False
     assert manifest["tokenizer"] == "embedded:small" and [e["format"] for e in manifest["exports"]] == [
         "examples", "sharegpt", "verl"]  # fmt: skip
     bad = datalyst("curate", "export", str(run), "--format", "csv")

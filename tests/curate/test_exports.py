@@ -169,7 +169,7 @@ def test_trls_sft_preparation_gives_our_ids_and_trains_on_the_agents_turns(curat
         processing_class=tokenizer.tokenizer,
     )
     for row, record in zip(trainer.train_dataset, curated, strict=True):
-        ours = training_example(record.trajectory, tokenizer)
+        ours = training_example(record.trajectory, tokenizer, failed_turns=True)  # TRL trains every turn
         assert row["input_ids"] == ours.input_ids
         theirs = [int(label != -100) for label in row["labels"]]
         assert all(t >= o for t, o in zip(theirs, ours.loss_mask, strict=True))

@@ -23,6 +23,8 @@ class TrainingMessage(BaseModel):
     role: Role
     content: str
     is_environment: bool
+    failed: bool = False
+    """An agent turn whose cell failed (an error, a timeout or a crash)."""
 
 
 def observation_message(dialect: Dialect, turn: Turn) -> str | None:
@@ -42,7 +44,8 @@ def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[Traini
         TrainingMessage(role=Role.USER, content=first, is_environment=True),
     ]
     for turn in trajectory.turns:
-        messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.text, is_environment=False))
+        failed = turn.result is not None and not turn.result.ok
+        messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.text, is_environment=False, failed=failed))
         if (reply := observation_message(dialect, turn)) is not None:
             messages.append(TrainingMessage(role=Role.USER, content=reply, is_environment=True))
     return messages

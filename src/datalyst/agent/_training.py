@@ -4,7 +4,8 @@ The conversation is rendered with the model's chat template exactly as the model
 turn, less any sampling guidance (``Trajectory.guidance``) unless it is asked for. The mask is 1 on
 the agent's own text (each assistant message and the end-of-turn token that closes it) and 0 on
 everything the environment wrote: the system prompt, the task, every observation, and the
-template's own role headers.
+template's own role headers. A turn whose cell failed stays in the context but out of the loss
+unless asked for: the model learns to fix a mistake from its traceback, not to make it.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ class TrainingExample(BaseModel):
     """1 on the agent's tokens, 0 on the environment's; as long as ``input_ids``."""
 
 
-def training_example(trajectory: Trajectory, tokenizer: ChatTokenizer, *, guidance: bool = False) -> TrainingExample:
+def training_example(
+    trajectory: Trajectory, tokenizer: ChatTokenizer, *, guidance: bool = False, failed_turns: bool = False
+) -> TrainingExample:
     """``trajectory`` as ids and mask for ``tokenizer``; ConfigError if its template changes a message's text.
 
-    The sampling guidance (``Trajectory.guidance``) is left out of the first message unless ``guidance``.
+    The sampling guidance (``Trajectory.guidance``) is left out of the first message unless ``guidance``;
+    turns whose cell failed are masked unless ``failed_turns``.
     """
     messages = to_messages(trajectory, guidance=guidance)
     chat = [ChatMessage(role=message.role, content=message.content) for message in messages]
@@ -39,7 +43,7 @@ def training_example(trajectory: Trajectory, tokenizer: ChatTokenizer, *, guidan
     spans = [
         _assistant_span(tokenizer, chat, index, rendered)
         for index, message in enumerate(messages)
-        if not message.is_environment
+        if not message.is_environment and (failed_turns or not message.failed)
     ]
     input_ids: list[int] = []
     loss_mask: list[int] = []

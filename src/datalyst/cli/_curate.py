@@ -270,6 +270,13 @@ def export_command(
     guidance: Annotated[
         bool, typer.Option(help="Keep the sampling guidance in the task message (left out by default).")
     ] = False,
+    failed_turns: Annotated[
+        bool,
+        typer.Option(
+            help="Train on the turns whose cell failed too (examples only; by default they stay in the context "
+            "with no loss, so the model learns to fix mistakes, not to make them)."
+        ),
+    ] = False,
 ) -> None:
     """Write the kept trajectories as training examples (ids and loss masks), LLaMA-Factory's sharegpt,
     a TRL dataset or verl's parquet."""
@@ -285,12 +292,19 @@ def export_command(
     done = []
     for name in dict.fromkeys(formats):
         if name == "examples":
-            written = export_examples(kept, target, load_tokenizer(spec), guidance=guidance)
+            written = export_examples(kept, target, load_tokenizer(spec), guidance=guidance, failed_turns=failed_turns)
         else:
             written = EXPORTS[name](kept, target, guidance=guidance)
         done.append(written.model_dump(mode="json"))
         console.print(f"{name}: {written.records} records in {', '.join(str(p) for p in written.paths)}")
-    write_manifest(target / "export", run=str(folder.path), tokenizer=spec, guidance=guidance, exports=done)
+    write_manifest(
+        target / "export",
+        run=str(folder.path),
+        tokenizer=spec,
+        guidance=guidance,
+        failed_turns=failed_turns,
+        exports=done,
+    )
 
 
 @curate_app.command("report")

@@ -35,11 +35,20 @@ class Exported(BaseModel):
 
 
 def export_examples(
-    curated: Sequence[Curated], out: str | Path, tokenizer: ChatTokenizer, *, guidance: bool = False
+    curated: Sequence[Curated],
+    out: str | Path,
+    tokenizer: ChatTokenizer,
+    *,
+    guidance: bool = False,
+    failed_turns: bool = False,
 ) -> Exported:
-    """``out/examples.jsonl``: one ``TrainingExample`` (trajectory id, token ids, loss mask) per trajectory."""
+    """``out/examples.jsonl``: one ``TrainingExample`` (trajectory id, token ids, loss mask) per trajectory.
+
+    Turns whose cell failed are in each example's context but out of its loss unless ``failed_turns``.
+    """
     lines = [
-        training_example(_trainable(record), tokenizer, guidance=guidance).model_dump_json() + "\n"
+        training_example(_trainable(record), tokenizer, guidance=guidance, failed_turns=failed_turns).model_dump_json()
+        + "\n"
         for record in curated
     ]
     path = Path(out) / "examples.jsonl"

@@ -226,7 +226,7 @@ def rl_update(
         advantages = group_advantages(torch.tensor(group_rewards, dtype=torch.float32), len(group)).tolist()
         trains = config.algo == "grpo" or informative(group)
         sequences.append([
-            (to_example(training_example(run.trajectory, tokenizer)), advantage)
+            (to_example(training_example(run.trajectory, tokenizer, failed_turns=True)), advantage)
             for run, advantage in zip(group, advantages, strict=True)
             if trains and not run.void
         ])  # fmt: skip
