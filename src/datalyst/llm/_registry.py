@@ -34,6 +34,7 @@ TOKENIZERS: dict[ModelKind, str] = {
 }
 ENSURE_EMBEDDED = "datalyst.llm._embedded:ensure_model"
 EMBEDDED_INFO = "datalyst.llm._embedded:get_model"
+ADAPTER_PATH = "datalyst.llm._embedded:adapter_path"
 EXTRAS: dict[ModelKind, str] = {ModelKind.GGUF: "llamacpp", ModelKind.EMBEDDED: "llamacpp", ModelKind.HF: "hf"}
 """The ``pip install 'datalyst[EXTRA]'`` that brings a kind's third-party packages."""
 
@@ -88,9 +89,15 @@ def load_tokenizer(spec: str | ModelSpec | None = None) -> ChatTokenizer:
 
 def _load_embedded(spec: ModelSpec) -> ChatModel:
     """The llama.cpp model for the bundled GGUF named ``spec.target``, as located by ``ensure_model``."""
+    info = _import(spec.kind, EMBEDDED_INFO)(spec.target)
+    options = {"n_ctx": info.context_tokens, **spec.options}  # the context size the registry recommends
+    if info.adapter is not None:
+        if "adapter" in spec.options:
+            raise ConfigError(
+                f"embedded:{info.name} already applies its own adapter; give adapter= to the base model's spec"
+            )
+        options["adapter"] = str(_import(spec.kind, ADAPTER_PATH)(info))
     path = Path(_import(spec.kind, ENSURE_EMBEDDED)(spec.target))
-    context_tokens = _import(spec.kind, EMBEDDED_INFO)(spec.target).context_tokens
-    options = {"n_ctx": context_tokens, **spec.options}  # the context size the registry recommends
     backend = _import(spec.kind, BACKENDS[spec.kind])
     model = backend.from_spec(ModelSpec(kind=ModelKind.GGUF, target=str(path), options=options))
     model.spec = str(spec)  # record "embedded:small", which names the same weights on every machine

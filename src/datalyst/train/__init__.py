@@ -1,8 +1,9 @@
 """Training agents on their own trajectories: SFT, RL over the agent and sandbox, value and reward models."""
 
-from datalyst.train._convert import adapter_to_gguf
+from datalyst.train._convert import adapter_to_gguf, lora_from_gguf
 from datalyst.train._data import Example, read_examples
 from datalyst.train._hrm import HRMConfig, RewardModel, load_hrm, train_hrm
+from datalyst.train._package import package_adapter
 from datalyst.train._policy import LoraOptions, load_policy
 from datalyst.train._rl import RLConfig, RLResult, train_rl
 from datalyst.train._sft import SFTConfig, SFTResult, train_sft
@@ -37,7 +38,9 @@ __all__ = [
     "load_hrm",
     "load_policy",
     "load_value_model",
+    "lora_from_gguf",
     "monte_carlo_values",
+    "package_adapter",
     "read_examples",
     "read_sources",
     "read_value_examples",

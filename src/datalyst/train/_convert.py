@@ -6,7 +6,7 @@ written by the llama.cpp that reads it; the script imports the ``gguf-py`` carri
 The script needs the base model's config only (architecture, layer count), no weights: for a GGUF base
 transformers reads it from the file's metadata into a temporary ``config.json``. The result goes to
 ``ADAPTER_GGUF`` in the adapter folder unless told otherwise, where ``embedded:NAME?adapter=FOLDER``
-finds it.
+finds it. :func:`lora_from_gguf` goes the other way, so a GGUF adapter can be trained further.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from datalyst.errors import ConfigError, ModelError, ModelUnavailable
-from datalyst.llm import ADAPTER_GGUF, ModelKind, ModelSpec, ensure_model, llama_cpp_source
+from datalyst.llm import ADAPTER_GGUF, ModelKind, ModelSpec, base_weights, llama_cpp_source
 
-__all__ = ["adapter_to_gguf"]
+__all__ = ["adapter_to_gguf", "lora_from_gguf"]
 
 SCRIPT = "convert_lora_to_gguf.py"
 PEFT_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -80,7 +80,7 @@ def _base_path(base: str) -> Path:
     """The GGUF file or model folder (with ``config.json``) that the spec ``base`` names."""
     spec = ModelSpec.parse(base)
     if spec.kind == ModelKind.EMBEDDED:
-        return ensure_model(spec.target)
+        return base_weights(spec.target)
     if spec.kind not in (ModelKind.GGUF, ModelKind.HF):
         raise ConfigError(f"base model '{base}' names no local model; give the embedded:, gguf: or hf: spec trained on")
     path = Path(spec.target).expanduser()
@@ -120,3 +120,67 @@ def _reason(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = [line.removeprefix("ERROR:lora-to-gguf:") for line in lines if line.startswith("ERROR:")]
     return " ".join(errors or lines[-1:]) or "it failed without a message"
+
+
+def lora_from_gguf(model: Any, path: str | os.PathLike[str], *, dropout: float = 0.0) -> Any:
+    """``model`` (a transformers causal LM) wrapped by peft with the LoRA weights of the GGUF adapter ``path``.
+
+    The reverse of :func:`adapter_to_gguf`, so an adapter shipped for llama.cpp can be trained further: each
+    ``blk.N.<tensor>.lora_a``/``lora_b`` pair goes back to the module that llama.cpp's tensor map names, with
+    the rank and alpha the file records. llama.cpp reorders the rows of llama-family query and key weights
+    for its rope; that order is undone here. ConfigError for a file that is not a LoRA adapter of this model.
+    """
+    import gguf
+    import torch
+
+    from datalyst.train._policy import LoraOptions, add_lora
+
+    adapter = Path(path).expanduser()
+    reader = gguf.GGUFReader(adapter)
+    fields = {name: reader.get_field(name) for name in ("general.type", "general.architecture", "adapter.lora.alpha")}
+    if any(field is None for field in fields.values()) or fields["general.type"].contents() != "adapter":
+        raise ConfigError(f"{adapter} is not a GGUF LoRA adapter (it lacks general.type = adapter and its alpha)")
+    architecture, alpha = fields["general.architecture"].contents(), fields["adapter.lora.alpha"].contents()
+    if architecture != model.config.model_type or architecture not in _ROPE_ORDER:
+        raise ConfigError(
+            f"{adapter} adapts a {architecture!r} model, not this {model.config.model_type!r} one"
+            if architecture != model.config.model_type
+            else f"reading {architecture!r} adapters back is not supported (only {', '.join(_ROPE_ORDER)})"
+        )
+    tensors = {tensor.name: torch.from_numpy(tensor.data.astype("float32")) for tensor in reader.tensors}
+    names = gguf.get_tensor_name_map(_arch(gguf, architecture), model.config.num_hidden_layers)
+    targets = {}
+    for module, _ in model.named_modules():
+        name = names.get_name(f"{module}.weight", try_suffixes=(".weight",))
+        if name is not None and f"{name}.lora_a" in tensors:
+            targets[module] = name
+    used = {f"{name}.lora_{side}" for name in targets.values() for side in "ab"}
+    if not targets or used != set(tensors):
+        raise ConfigError(f"{adapter} holds tensors no module of this model matches: {sorted(set(tensors) - used)[:3]}")
+    rank = tensors[f"{next(iter(targets.values()))}.lora_a"].shape[0]
+    wrapped = add_lora(model, LoraOptions(r=rank, alpha=alpha, dropout=dropout, target_modules=sorted(targets)))
+    heads = (model.config.num_attention_heads, getattr(model.config, "num_key_value_heads", None))
+    with torch.no_grad():
+        for module, name in targets.items():
+            layer = wrapped.get_submodule(f"base_model.model.{module}")
+            layer.lora_A["default"].weight.copy_(tensors[f"{name}.lora_a"])
+            lora_b = tensors[f"{name}.lora_b"]
+            kind = module.rsplit(".", 1)[-1]
+            if kind in _ROPE_ORDER[architecture]:
+                lora_b = _rope_order_undone(lora_b, heads[0] if kind == "q_proj" else heads[1] or heads[0])
+            layer.lora_B["default"].weight.copy_(lora_b)
+    return wrapped
+
+
+_ROPE_ORDER = {"qwen2": (), "llama": ("q_proj", "k_proj")}
+"""Per architecture, the projections whose output rows llama.cpp's converter reorders for its rope."""
+
+
+def _rope_order_undone(weight: Any, heads: int) -> Any:
+    """The inverse of the converter's reorder: per head, its two interleaved halves of rows back in place."""
+    rows = weight.shape[0]
+    return weight.reshape(heads, rows // heads // 2, 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+
+
+def _arch(gguf: Any, name: str) -> Any:
+    return next(arch for arch, arch_name in gguf.MODEL_ARCH_NAMES.items() if arch_name == name)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from datalyst.errors import ConfigError, ModelUnavailable
-from datalyst.llm import ModelKind, ensure_model, load_model, resolve_spec
+from datalyst.llm import ModelKind, base_weights, load_model, resolve_spec
 
 INSTALL_FIX = "pip install 'datalyst[hf,train]'"
 
@@ -39,18 +39,23 @@ def hf_spec(spec: str) -> str:
             "(start from a trained adapter with --adapter)"
         )
     if parsed.kind == ModelKind.EMBEDDED:
-        return f"hf:{ensure_model(parsed.target)}"
+        return f"hf:{base_weights(parsed.target)}"
     if parsed.kind in (ModelKind.GGUF, ModelKind.HF):
         return f"hf:{parsed.target}"
     raise ConfigError(f"model spec '{spec}' names no local weights to train; give an embedded:, gguf: or hf: spec")
 
 
 def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = None) -> Any:
-    """``spec`` loaded in float32 for training (a ``TransformersModel``): with the trained peft ``adapter`` it
-    continues (trainable), else it gets fresh LoRA layers, or none when ``lora`` is None (full fine-tuning).
-    It loads on the CPU (``Runtime.prepare`` moves it to this process's device) and is left in train mode."""
+    """``spec`` loaded in float32 for training (a ``TransformersModel``): with a trained ``adapter`` (a peft
+    folder or a GGUF adapter file) it continues (trainable), else it gets fresh LoRA layers, or none when
+    ``lora`` is None (full fine-tuning). It loads on the CPU (``Runtime.prepare`` moves it to this process's
+    device) and is left in train mode."""
     loaded = load_model(hf_spec(spec), dtype="float32", device="cpu")
-    if adapter is not None:
+    if adapter is not None and Path(adapter).is_file():  # a GGUF adapter, as datalyst ships one
+        from datalyst.train._convert import lora_from_gguf
+
+        loaded.model = lora_from_gguf(loaded.model, adapter, dropout=(lora or LoraOptions()).dropout)
+    elif adapter is not None:
         with _quiet_peft():
             loaded.model = _import_peft().PeftModel.from_pretrained(loaded.model, adapter, is_trainable=True)
     elif lora is not None:

@@ -63,7 +63,7 @@ class RLConfig(BaseModel):
     tasks: list[str]
     model: str = "embedded:small"
     adapter: str | None = None
-    """A peft adapter to start from (the SFT run's); without one, fresh LoRA layers."""
+    """A trained adapter to start from (an SFT run's adapter folder or a GGUF adapter file); else fresh LoRA layers."""
     expert: str | None = None
     """A curation run whose kept trajectories are the expert trajectories of the SFT term (``dapo+sft``)."""
     exclude: list[str] = []
