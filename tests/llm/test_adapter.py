@@ -1,5 +1,5 @@
 """LoRA adapters in specs (``embedded:small?adapter=PATH``), finding the GGUF a path names, and the llama.cpp
-source tree the converter comes from; none of these tests loads a model."""
+source tree the converter comes from, and the adapter datalyst ships; one test loads a model."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from datalyst.errors import ConfigError, ModelUnavailable
-from datalyst.llm import ADAPTER_GGUF, ModelSpec, _source, llama_cpp_source, load_model
+from datalyst.llm import ADAPTER_GGUF, ModelSpec, _source, ensure_model, llama_cpp_source, load_model
 from datalyst.llm._cache import model_identity
+from datalyst.llm._embedded import adapter_path, get_model
 from datalyst.llm._gguf import find_adapter
 
 RELEASE = "0.3.36"
@@ -163,3 +164,29 @@ def test_a_retrained_adapter_at_the_same_path_changes_the_cache_identity(fake_gg
     (peft_folder / "adapter_model.safetensors").write_bytes(b"retrained weights")
     assert model_identity(spec) != before
     assert model_identity(f"gguf:{fake_gguf}") == {"spec": f"gguf:{fake_gguf}", "files": before["files"]}
+
+
+# -- the trained model datalyst ships (embedded:small-sft)
+
+
+def test_the_shipped_adapter_is_part_of_the_trained_model_s_cache_identity():
+    shipped = adapter_path(get_model("small-sft"))
+    assert shipped is not None
+    size, mtime = shipped.stat().st_size, shipped.stat().st_mtime_ns
+    assert model_identity("embedded:small-sft")["adapter_files"] == [("", size, mtime)]
+    assert "adapter_files" not in model_identity("embedded:small")
+
+
+def test_the_trained_model_takes_no_second_adapter():
+    with pytest.raises(ConfigError, match="embedded:small-sft already applies its own adapter"):
+        load_model("embedded:small-sft?adapter=runs/sft/adapter")
+
+
+@pytest.mark.model
+def test_the_trained_model_loads_small_s_weights_with_its_shipped_adapter():
+    model = load_model("embedded:small-sft")
+    try:
+        assert model.spec == "embedded:small-sft" and model.adapter == adapter_path(get_model("small-sft"))
+        assert model.path == ensure_model("small")
+    finally:
+        model.close()

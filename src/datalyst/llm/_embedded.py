@@ -165,6 +165,15 @@ _REGISTRY: dict[str, EmbeddedModel] = {
             ),
         ),
         _SMALL,
+        _SMALL.model_copy(
+            update={
+                "name": "small-sft",
+                "title": "Qwen2.5-Coder-0.5B-Instruct Q4_K_M + datalyst SFT adapter",
+                "description": "small with a LoRA adapter trained by datalyst on the offline expert's "
+                "jupiter-dialect trajectories (docs/RESULTS.md).",
+                "adapter": "small-sft-jupiter.gguf",
+            }
+        ),
         EmbeddedModel(
             name="medium",
             title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
