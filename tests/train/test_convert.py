@@ -168,6 +168,7 @@ def test_a_packaged_adapter_carries_the_manifests_of_its_run_and_data(source, ti
     write_manifest(curation / "kept.jsonl", options={"strategy": "non-select"})
     write_manifest(data / "export", run=str(curation), failed_turns=False)
     write_manifest(run / "train", config={"model": f"hf:{tiny_model}", "data": str(data), "seed": 0}, result={})
+    (run / "examples.txt").write_text("a#0\nb#0\n")
     for step, loss in enumerate((1.5, 0.5), start=1):
         append_log(run / "log.jsonl", StepLog(step=step, loss=loss, lr=1e-4, tokens=100, seconds=2.0))
     written = package_adapter(run, tmp_path / "ship" / "tiny-sft.gguf")
@@ -180,7 +181,7 @@ def test_a_packaged_adapter_carries_the_manifests_of_its_run_and_data(source, ti
     }  # fmt: skip
     assert manifest["adapter"]["sha256"] == hashlib.sha256(adapter.read_bytes()).hexdigest()
     assert manifest["train"]["config"]["seed"] == 0 and "git_revision" in manifest["train"]
-    assert [entry["loss"] for entry in manifest["log"]] == [1.5, 0.5]
+    assert [entry["loss"] for entry in manifest["log"]] == [1.5, 0.5] and manifest["examples"] == ["a#0", "b#0"]
     assert manifest["export"]["failed_turns"] is False
     assert manifest["curation"]["kept.jsonl"]["options"] == {"strategy": "non-select"}
     assert {tensor.tensor_type.name for tensor in gguf.GGUFReader(adapter).tensors} == {"F16"}

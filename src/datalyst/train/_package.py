@@ -1,8 +1,9 @@
 """A finished run's LoRA adapter packed to ship: one GGUF file for llama.cpp and, beside it, how it was made.
 
 The manifest (``NAME.json`` beside ``NAME.gguf``) holds the file's sha256 and tensor type, the run's own
-manifest (config, seed, result, git revision), its loss per step, and the manifests its data points back
-to: the export that wrote the examples and the curation run it read, where they are still on disk.
+manifest (config, seed, result, git revision), the ids of the examples it trained on, its loss per step,
+and the manifests its data points back to: the export that wrote the examples and the curation run it
+read, where they are still on disk.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def package_adapter(run: str | os.PathLike[str], out: str | os.PathLike[str], *,
             "base": base,
         },
         "train": trained,
+        "examples": (folder / "examples.txt").read_text("utf-8").split() if (folder / "examples.txt").exists() else [],
         "log": [entry.model_dump() for entry in read_log(folder / "log.jsonl")],
         **_data_manifests(trained["config"].get("data")),
     }
