@@ -10,10 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from datalyst.paths import benchmarks_dir
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+# The properties tested are about values, not speed: a busy machine must not fail them on a deadline.
+settings.register_profile("datalyst", deadline=None)
+settings.load_profile("datalyst")
 
 
 @pytest.fixture(scope="session")
