@@ -141,12 +141,10 @@ def lora_from_gguf(model: Any, path: str | os.PathLike[str], *, dropout: float =
     if any(field is None for field in fields.values()) or fields["general.type"].contents() != "adapter":
         raise ConfigError(f"{adapter} is not a GGUF LoRA adapter (it lacks general.type = adapter and its alpha)")
     architecture, alpha = fields["general.architecture"].contents(), fields["adapter.lora.alpha"].contents()
-    if architecture != model.config.model_type or architecture not in _ROPE_ORDER:
-        raise ConfigError(
-            f"{adapter} adapts a {architecture!r} model, not this {model.config.model_type!r} one"
-            if architecture != model.config.model_type
-            else f"reading {architecture!r} adapters back is not supported (only {', '.join(_ROPE_ORDER)})"
-        )
+    if architecture != model.config.model_type:
+        raise ConfigError(f"{adapter} adapts a {architecture!r} model, not this {model.config.model_type!r} one")
+    if architecture not in _ROPE_ORDER:
+        raise ConfigError(f"reading {architecture!r} adapters back is not supported (only {', '.join(_ROPE_ORDER)})")
     tensors = {tensor.name: torch.from_numpy(tensor.data.astype("float32")) for tensor in reader.tensors}
     names = gguf.get_tensor_name_map(_arch(gguf, architecture), model.config.num_hidden_layers)
     targets = {}
