@@ -61,6 +61,12 @@ def test_dapo_keeps_informative_groups_and_rolls_out_more_to_fill_the_step(tiny_
     # Eq. 8: a right one-turn answer is short (reward 1), a wrong well-formed one earns 0
     assert first.figures["reward/mean"] == pytest.approx(4 / 6)
     assert first.loss != 0.0
+    # every run of each step is on disk with its group and reward, the dropped group's too
+    runs = [json.loads(line) for line in (tmp_path / "run" / "rollouts" / "step-0001.jsonl").read_text().splitlines()]
+    assert [(r["group"], r["reward"], r["correct"]) for r in runs] == [
+        (0, 1.0, True), (0, 0.0, False), (1, 0.0, False), (1, 1.0, True), (2, 1.0, True), (2, 1.0, True)
+    ]  # fmt: skip
+    assert runs[0]["trajectory"]["answer"] == "@regions[4]"
     assert result.steps == 2 and (result.adapter / "adapter_config.json").is_file()
     assert (tmp_path / "run" / "reward.png").is_file()
 

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from datalyst.agent import TrainingMessage, Trajectory, to_messages, training_example
+from datalyst.agent import Trajectory, to_messages, training_example
 from datalyst.curate._records import Curated
 from datalyst.errors import ConfigError
 from datalyst.files import write_atomic
-from datalyst.llm import ChatTokenizer, Role
+from datalyst.llm import ChatTokenizer, Role, wire_messages
 
 SHAREGPT_FROM = {Role.SYSTEM: "system", Role.USER: "human", Role.ASSISTANT: "gpt"}
 """LLaMA-Factory's default sharegpt tags; observations go in as ``human`` turns, so they are never trained on."""
@@ -98,7 +98,7 @@ def export_trl(curated: Sequence[Curated], out: str | Path, *, guidance: bool = 
         raise ConfigError(
             "the trl export needs the datasets package; install it with pip install 'datalyst[train]'"
         ) from None
-    rows = [{"id": r.id, "messages": _chat(to_messages(_trainable(r), guidance=guidance))} for r in curated]
+    rows = [{"id": r.id, "messages": wire_messages(to_messages(_trainable(r), guidance=guidance))} for r in curated]
     path = Path(out) / "trl"
     datasets.Dataset.from_list(rows).save_to_disk(str(path))
     return Exported(format="trl", paths=[path], records=len(rows))
@@ -133,7 +133,7 @@ def export_verl(
         rows[key] = {
             "data_source": task.source or "datalyst",
             "agent_name": agent_name,
-            "prompt": _chat(to_messages(trajectory, guidance=guidance)[:2]),
+            "prompt": wire_messages(to_messages(trajectory, guidance=guidance)[:2]),
             "ability": "data_analysis",
             "reward_model": {"style": "rule", "ground_truth": json.dumps(task.answer, ensure_ascii=False)},
             "extra_info": {
@@ -166,8 +166,3 @@ def _trainable(record: Curated) -> Trajectory:
             "before exporting"
         )
     return record.trajectory
-
-
-def _chat(messages: Sequence[TrainingMessage]) -> list[dict[str, str]]:
-    """Messages as the ``role``/``content`` records chat templates read."""
-    return [{"role": message.role.value, "content": message.content} for message in messages]

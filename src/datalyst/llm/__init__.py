@@ -28,7 +28,7 @@ from datalyst.llm._registry import load_model, load_tokenizer
 from datalyst.llm._replay import ReplayModel
 from datalyst.llm._source import llama_cpp_source
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
-from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer
+from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer, wire_messages
 
 __all__ = [
     "ADAPTER_GGUF",
@@ -60,4 +60,5 @@ __all__ = [
     "model_path",
     "models_dir",
     "resolve_spec",
+    "wire_messages",
 ]

@@ -47,8 +47,13 @@ class LocalTokenizer(ChatTokenizer, Protocol):
         ...
 
 
-def wire_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    """Messages as the plain dicts chat templates read."""
+class _Message(Protocol):
+    role: Role
+    content: str
+
+
+def wire_messages(messages: Sequence[_Message]) -> list[dict[str, str]]:
+    """Messages (chat or training messages) as the plain ``role``/``content`` dicts chat templates read."""
     return [{"role": message.role.value, "content": message.content} for message in messages]
 
 

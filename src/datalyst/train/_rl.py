@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from datalyst.agent import Agent, AgentConfig, Trajectory, get_dialect, training_example
 from datalyst.curate import RunFolder, read_curated
 from datalyst.errors import ConfigError
+from datalyst.files import write_atomic
 from datalyst.llm import ChatModel, ChatTokenizer, ModelKind, SamplingParams, load_model, resolve_spec
 from datalyst.provenance import write_manifest
 from datalyst.tasks import Task, read_tasks
@@ -113,7 +114,7 @@ def train_rl(
     config: RLConfig, out: str | Path, *, rollout_model: RolloutModel | None = None, progress: bool = True
 ) -> RLResult:
     """Run (or resume) RL as ``config`` says, writing into ``out`` (``config.json``, ``log.jsonl``, checkpoints,
-    then ``adapter/``, ``reward.png`` and ``train.manifest.json``)."""
+    ``rollouts/step-NNNN.jsonl``, then ``adapter/``, ``reward.png`` and ``train.manifest.json``)."""
     out = Path(out)
     if config.structure and config.dialect != "datarus":
         raise ConfigError("the tag reward (--structure) scores the datarus dialect's tags; use --dialect datarus")
@@ -148,6 +149,7 @@ def train_rl(
                             seconds=time.perf_counter() - began, figures=figures)  # fmt: skip
             if runtime.is_main:
                 append_log(out / "log.jsonl", entry)
+                write_rollouts(out / "rollouts" / f"step-{step + 1:04d}.jsonl", collected, rewards)
             save_checkpoint(out, step + 1, parameters, optimizer, scheduler, runtime)
             advance(reward=figures["reward/mean"], right=figures["correct/mean"])
     log = read_log(out / "log.jsonl")
@@ -173,6 +175,17 @@ async def _roll_out(model: ChatModel, policy: Any, tasks: list[Task], config: RL
     finally:
         if model is not policy:
             await model.aclose()
+
+
+def write_rollouts(path: Path, collected: Collected, rewards: Sequence[Sequence[float]]) -> None:
+    """Every run of the step (dropped groups' too), one JSON record a line: its group, its reward, then the
+    scored run itself."""
+    rows = [
+        json.dumps({"group": index, "reward": value} | run.model_dump(mode="json"))
+        for index, (group, values) in enumerate(zip(collected.groups, rewards, strict=True))
+        for run, value in zip(group, values, strict=True)
+    ]
+    write_atomic(path, "".join(row + "\n" for row in rows))
 
 
 def _engine(config: RLConfig, out: Path) -> RolloutModel:
