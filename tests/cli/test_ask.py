@@ -40,6 +40,17 @@ def test_ask_json_prints_the_trajectory(datalyst, replay_spec, examples_dir):
     assert trajectory["turns"][0]["observation"] == "West"
 
 
+def test_ask_samples_at_the_temperature_and_seed_it_is_given(datalyst, replay_spec, examples_dir):
+    greedy = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", replay_spec(SCRIPT), "--json")
+    assert json.loads(greedy.stdout)["sampling"]["temperature"] == 0.0
+    sampled = datalyst(
+        "ask", str(examples_dir / "sales.csv"), "Best region?", "--model", replay_spec(SCRIPT), "--json",
+        "--temperature", "0.7", "--seed", "3",
+    )  # fmt: skip
+    sampling = json.loads(sampled.stdout)["sampling"]
+    assert (sampling["temperature"], sampling["seed"], sampling["max_tokens"]) == (0.7, 3, 1024)
+
+
 def test_ask_without_an_answer_exits_1(datalyst, replay_spec, examples_dir):
     spec = replay_spec(["hmm", "still thinking"])
     done = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", spec, "--max-turns", "2")

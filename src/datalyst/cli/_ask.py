@@ -28,6 +28,10 @@ def ask_command(
     ] = None,
     dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
     max_turns: Annotated[int, typer.Option(help="Turns the agent may take.")] = 10,
+    temperature: Annotated[
+        float, typer.Option(min=0.0, help="Sampling temperature; 0 is greedy, the same run every time.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed of the sampling (with a temperature above 0).")] = 0,
     notebook: Annotated[Path | None, typer.Option(help="Also save the run as a Jupyter notebook.")] = None,
     html: Annotated[Path | None, typer.Option(help="Also save the run as a standalone HTML page.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole trajectory as JSON instead.")] = False,
@@ -40,6 +44,7 @@ def ask_command(
     spec = resolve_spec(model)
     console.print(f"[dim]model {spec} · dialect {dialect}[/]")
     config = AgentConfig(dialect=dialect, max_turns=max_turns, require_isolation=not allow_unisolated)
+    config.sampling = config.sampling.model_copy(update={"temperature": temperature, "seed": seed})
     trajectory = asyncio.run(_run(task, str(spec), config, console))
     if notebook is not None:
         notebook.write_text(_notebook_json(trajectory))
