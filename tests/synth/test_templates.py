@@ -22,6 +22,7 @@ def sales(rows: int = 60) -> pd.DataFrame:
         {
             "product": [f"item {i:02d}" for i in range(rows)],
             "region": rng.choice(["north", "south", "east", "west"], rows),
+            "channel": rng.choice(["online", "store"], rows),
             "units": rng.integers(1, 400, rows),
             "price": rng.uniform(2, 90, rows).round(2),
             "rating": rng.normal(3.5, 0.8, rows).round(1),
@@ -123,9 +124,55 @@ def expected(name: str, df: pd.DataFrame, p: dict) -> dict[str, object]:
         values = np.where(np.isnan(values), np.nanmedian(values), values)
         z = (values - values.mean()) / values.std(ddof=1)
         return {"rows": len(unique_rows), "above_one": int((z > 1).sum())}
+    if name == "distribution.normality":
+        w, pvalue = stats.shapiro(df[p["number"]].dropna())
+        return {"w_statistic": w, "p_value": pvalue, "normal": "yes" if pvalue >= 0.05 else "no"}
+    if name == "statistics.chi_square":
+        return chi_square(df, p["first"], p["second"])
+    if name == "anomaly.iqr":
+        values = df[p["number"]].dropna().to_numpy()
+        q1, q3 = np.percentile(values, [25, 75])
+        low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+        return {"lower_fence": low, "upper_fence": high, "outliers": int(((values < low) | (values > high)).sum())}
+    if name == "correlation.pearson_test":
+        x, y = df[[p["x"], p["y"]]].dropna().to_numpy().T
+        r = np.corrcoef(x, y)[0, 1]
+        t = r * np.sqrt((len(x) - 2) / (1 - r**2))
+        pvalue = 2 * stats.t.sf(abs(t), len(x) - 2)
+        return {"correlation": r, "p_value": pvalue, "significant": "yes" if pvalue < 0.05 else "no"}
+    if name == "impact.regression":
+        return split_regression(df[[p["x"], p["z"], p["y"]]].dropna().to_numpy())
     if name == "multihop.chain":
         return run_chain(df, p["steps"])
     raise AssertionError(f"no independent computation for {name}; add one")
+
+
+def chi_square(df: pd.DataFrame, first: str, second: str) -> dict[str, object]:
+    """Pearson's chi-square test of independence, from the counts of each pair of values."""
+    pairs = [(a, b) for a, b in zip(df[first], df[second], strict=True) if not (pd.isna(a) or pd.isna(b))]
+    rows, columns = sorted({a for a, _ in pairs}), sorted({b for _, b in pairs})
+    observed = np.array([[sum(pair == (a, b) for pair in pairs) for b in columns] for a in rows], dtype=float)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / observed.sum()
+    statistic = ((observed - expected) ** 2 / expected).sum()
+    pvalue = stats.chi2.sf(statistic, (len(rows) - 1) * (len(columns) - 1))
+    return {"chi_square": statistic, "p_value": pvalue, "independent": "yes" if pvalue >= 0.05 else "no"}
+
+
+def split_regression(data: np.ndarray) -> dict[str, object]:
+    """Least squares of the last column on the others, fitted on 80% of the rows and scored on the rest.
+
+    The rows are split as scikit-learn's ``train_test_split(test_size=0.2, random_state=42)`` splits them:
+    a permutation from NumPy's legacy generator, whose first ceil(20%) rows are the test rows.
+    """
+    order = np.random.RandomState(42).permutation(len(data))
+    test_rows = int(np.ceil(0.2 * len(data)))
+    test, train = data[order[:test_rows]], data[order[test_rows:]]
+    design = np.column_stack([np.ones(len(train)), train[:, :-1]])
+    weights = np.linalg.lstsq(design, train[:, -1], rcond=None)[0]
+    predicted = np.column_stack([np.ones(len(test)), test[:, :-1]]) @ weights
+    residual = ((test[:, -1] - predicted) ** 2).sum()
+    total = ((test[:, -1] - test[:, -1].mean()) ** 2).sum()
+    return {"coefficient": weights[1], "r_squared": 1 - residual / total, "rmse": np.sqrt(residual / len(test))}
 
 
 def run_chain(df: pd.DataFrame, steps: list[tuple]) -> dict[str, object]:

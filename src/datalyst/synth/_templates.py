@@ -633,5 +633,163 @@ def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
     )
 
 
+@template("distribution.normality", "Distribution Analysis")
+def normality(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers)):
+        return None
+    number = picked[0]
+    question = rng.choice([
+        f"Is {number.words} normally distributed? Use the Shapiro-Wilk test at the 0.05 significance level.",
+        f"Test whether {number.words} follows a normal distribution, with a Shapiro-Wilk test at the 5% level.",
+    ])  # fmt: skip
+    code = (
+        "from scipy import stats\n\n"
+        f"values = df[{number.code}].dropna()\n"
+        "result = stats.shapiro(values)\n"
+        'print(f"@w_statistic[{result.statistic:.4f}]")\n'
+        'print(f"@p_value[{result.pvalue:.4f}]")\n'
+        "print(f\"@normal[{'yes' if result.pvalue >= 0.05 else 'no'}]\")\n"
+    )
+    constraints = "Test the non-missing values; they count as normal when the p-value is at least 0.05."
+    answers = [
+        Answer("w_statistic", "the Shapiro-Wilk W statistic", decimals=4),
+        Answer("p_value", "the p-value", decimals=4),
+        Answer("normal", "yes or no"),
+    ]
+    return _draft("distribution.normality", "medium", question, constraints, answers, code, number=number.name)
+
+
+@template("statistics.chi_square", "Statistical Analysis")
+def chi_square(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.categories, 2)):
+        return None
+    first, second = picked
+    if len(first.values) < 2 or len(second.values) < 2:
+        return None
+    question = rng.choice([
+        f"Are {first.words} and {second.words} independent? Use a chi-square test of independence at the 0.05 "
+        "level.",
+        f"Does {second.words} depend on {first.words}? Test it with a chi-square test on their contingency table, "
+        "at the 5% level.",
+    ])  # fmt: skip
+    code = (
+        "from scipy import stats\n\n"
+        f"table = pd.crosstab(df[{first.code}], df[{second.code}])\n"
+        "chi2, p, dof, expected = stats.chi2_contingency(table, correction=False)\n"
+        'print(f"@chi_square[{chi2:.2f}]")\n'
+        'print(f"@p_value[{p:.4f}]")\n'
+        "print(f\"@independent[{'yes' if p >= 0.05 else 'no'}]\")\n"
+    )
+    constraints = (
+        "Count the rows of every pair of values (rows missing either value left out) and use no continuity "
+        "correction; the two are independent when the p-value is at least 0.05."
+    )
+    answers = [
+        Answer("chi_square", "the chi-square statistic", decimals=2),
+        Answer("p_value", "the p-value", decimals=4),
+        Answer("independent", "yes or no"),
+    ]
+    return _draft(
+        "statistics.chi_square", "medium", question, constraints, answers, code, first=first.name, second=second.name
+    )
+
+
+@template("anomaly.iqr", "Anomaly Detection")
+def iqr_outliers(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers)):
+        return None
+    number = picked[0]
+    question = rng.choice([
+        f"How many {number.words} values are outliers by the 1.5 x IQR rule? Give the bounds as well.",
+        f"Using the interquartile range, count the rows whose {number.words} lies more than 1.5 IQR below the "
+        "first quartile or above the third, and give both fences.",
+    ])  # fmt: skip
+    code = (
+        f"values = df[{number.code}].dropna()\n"
+        "q1, q3 = values.quantile(0.25), values.quantile(0.75)\n"
+        "low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)\n"
+        'print(f"@lower_fence[{low:.2f}]")\n'
+        'print(f"@upper_fence[{high:.2f}]")\n'
+        'print(f"@outliers[{int(((values < low) | (values > high)).sum())}]")\n'
+    )
+    constraints = (
+        "Quartiles by linear interpolation (pandas' default) over the non-missing values; a value is an outlier "
+        "when it lies strictly outside the fences."
+    )
+    answers = [
+        Answer("lower_fence", "Q1 - 1.5 IQR", decimals=2),
+        Answer("upper_fence", "Q3 + 1.5 IQR", decimals=2),
+        Answer("outliers", "the number of outlying rows", integer=True),
+    ]
+    return _draft("anomaly.iqr", "easy", question, constraints, answers, code, number=number.name)
+
+
+@template("correlation.pearson_test", "Correlation Analysis")
+def pearson_test(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers, 2)):
+        return None
+    x, y = picked
+    question = rng.choice([
+        f"Is the linear correlation between {x.words} and {y.words} significant? Give Pearson's r and its "
+        "p-value, at the 0.05 level.",
+        f"Test the Pearson correlation of {x.words} with {y.words} for significance at the 5% level.",
+    ])  # fmt: skip
+    code = (
+        "from scipy import stats\n\n"
+        f"pair = df[[{x.code}, {y.code}]].dropna()\n"
+        f"result = stats.pearsonr(pair[{x.code}], pair[{y.code}])\n"
+        'print(f"@correlation[{result.statistic:.2f}]")\n'
+        'print(f"@p_value[{result.pvalue:.4f}]")\n'
+        "print(f\"@significant[{'yes' if result.pvalue < 0.05 else 'no'}]\")\n"
+    )
+    constraints = "Drop rows where either value is missing; two-sided test; significant when the p-value is below 0.05."
+    answers = [
+        Answer("correlation", "Pearson's r", decimals=2),
+        Answer("p_value", "the two-sided p-value", decimals=4),
+        Answer("significant", "yes or no"),
+    ]
+    return _draft("correlation.pearson_test", "medium", question, constraints, answers, code, x=x.name, y=y.name)
+
+
+@template("impact.regression", "Impact Analysis")
+def regression(roles: Roles, rng: random.Random) -> Draft | None:
+    if not (picked := _pick(rng, roles.numbers, 3)):
+        return None
+    x, z, y = picked
+    question = rng.choice([
+        f"Predict {y.words} from {x.words} and {z.words} with a linear regression trained on 80% of the rows. "
+        f"How much does {y.words} change per unit of {x.words}, and how well does the model do on the other 20% "
+        "(R-squared and RMSE)?",
+        f"Fit a linear regression of {y.words} on {x.words} and {z.words} with a train/test split (80/20). Report "
+        f"the coefficient of {x.words}, and the R-squared and root mean squared error on the test rows.",
+    ])  # fmt: skip
+    code = (
+        "import numpy as np\n"
+        "from sklearn.linear_model import LinearRegression\n"
+        "from sklearn.metrics import mean_squared_error, r2_score\n"
+        "from sklearn.model_selection import train_test_split\n\n"
+        f"data = df[[{x.code}, {z.code}, {y.code}]].dropna()\n"
+        "X_train, X_test, y_train, y_test = train_test_split(\n"
+        f"    data[[{x.code}, {z.code}]], data[{y.code}], test_size=0.2, random_state=42\n"
+        ")\n"
+        "model = LinearRegression().fit(X_train, y_train)\n"
+        "predicted = model.predict(X_test)\n"
+        'print(f"@coefficient[{model.coef_[0]:.4f}]")\n'
+        'print(f"@r_squared[{r2_score(y_test, predicted):.4f}]")\n'
+        'print(f"@rmse[{np.sqrt(mean_squared_error(y_test, predicted)):.4f}]")\n'
+    )
+    constraints = (
+        f"Use the rows where {x.words}, {z.words} and {y.words} are all present, split by scikit-learn's "
+        "train_test_split with test_size=0.2 and random_state=42; ordinary least squares with an intercept "
+        "(LinearRegression)."
+    )
+    answers = [
+        Answer("coefficient", f"the coefficient of {x.words}", decimals=4),
+        Answer("r_squared", "R-squared on the test rows", decimals=4),
+        Answer("rmse", "the root mean squared error on the test rows", decimals=4),
+    ]
+    return _draft("impact.regression", "hard", question, constraints, answers, code, x=x.name, z=z.name, y=y.name)
+
+
 def snake(text: str) -> str:
     return re.sub(r"\W+", "_", text).strip("_").lower()[:40] or "value"
