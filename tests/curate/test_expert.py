@@ -112,6 +112,8 @@ def test_a_clean_episode_looks_at_the_data_computes_and_answers_right(slope_task
     assert trajectory.termination == Termination.ANSWER and trajectory.model == EXPERT_SPEC
     assert look.code.startswith("import pandas as pd\n\ndf = pd.read_csv('sales.csv')")
     assert "df.shape" in look.code and "isna()" in look.code and "'units'" in look.observation
+    # the look names no column, in its code or its thought: their spelling is what it is there to find out
+    assert "'units'" not in look.code and "'revenue'" not in look.code and "`units`" not in look.thought
     assert cells and all(turn.result.ok for turn in [look, *cells])
     assert "np.polyfit" in cells[-1].code and "@slope[" in cells[-1].observation
     assert answer.kind == "answer" and answer.answer == cells[-1].observation.splitlines()[-1]

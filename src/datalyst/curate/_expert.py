@@ -22,8 +22,8 @@ from random import Random
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from datalyst.agent import Agent, AgentConfig, Step, Trajectory, Turn
-from datalyst.curate._mistakes import MISSING_IMPORT, MISTAKES, WRONG_FILE, Cell, Facts, Mistake, statements
-from datalyst.curate._solution import bound_names_of, compute_cells, loaded_columns, split_solution
+from datalyst.curate._mistakes import MISSING_IMPORT, MISTAKES, WRONG_FILE, Cell, Facts, Mistake
+from datalyst.curate._solution import bound_names_of, compute_cells, split_solution
 from datalyst.curate._thoughts import ThoughtWriter
 from datalyst.errors import ConfigError
 from datalyst.judge import extract_answers
@@ -131,14 +131,12 @@ class _Play:
         self.kinds = kinds if self.rng.random() < options.error_share else []
         self.write = ThoughtWriter(self.rng, task)
         self.files = tuple(os.path.basename(path) for path in task.files)
-        body = statements(solution.body)
-        self.columns = loaded_columns(body)
-        self.look = Cell(_look_code(solution.prelude, self.columns, self.rng))
+        self.look = Cell(_look_code(solution.prelude, self.rng))
         self.cells = compute_cells(solution.body, self.rng, options.max_compute_cells, bound_names_of(self.look.code))
 
     def steps(self) -> Generator[Step, Turn, None]:
         mistake = self._look_mistake()
-        turn = yield from self._run(self.look, self.write.look(self.files, self.columns), mistake)
+        turn = yield from self._run(self.look, self.write.look(self.files), mistake)
         facts = _read_facts(turn.result.stdout if turn.result else "", self.files)
         pending = [] if mistake else [kind for kind in self.kinds if kind != WRONG_FILE]
         answers: dict[str, str] = {}
@@ -175,8 +173,10 @@ class _Play:
         return turn
 
 
-def _look_code(prelude: str, columns: list[str], rng: Random) -> str:
-    frame = f"df[{columns!r}]" if columns else "df"
+def _look_code(prelude: str, rng: Random) -> str:
+    """The first cell: load, then shape, columns, dtypes and missing values of the whole table. It names no
+    column, since the agent has not yet seen their exact spelling (the question's words may differ)."""
+    frame = "df"
     shape = rng.choice(
         ("print(df.shape)", 'print("shape:", df.shape)', 'print(f"{len(df)} rows, {df.shape[1]} columns")')
     )

@@ -45,48 +45,6 @@ def bound_names_of(code: str) -> frozenset[str]:
     return frozenset(name for stmt in statements(code) for name in bound_names(stmt))
 
 
-_KEEPS_COLUMNS = frozenset({"groupby", "dropna", "copy", "sort_values", "drop_duplicates", "reset_index", "head"})
-
-
-def loaded_columns(body: list[ast.stmt]) -> list[str]:
-    """Columns the computation reads from ``df`` as loaded (before it changes ``df``), in order."""
-    found: list[ast.Constant] = []
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _from_df(node.value):
-                found.extend(_strings(node.slice))
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in _KEEPS_COLUMNS
-                and _from_df(node.func.value)
-            ):
-                for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg in ("by", "subset"))]:
-                    found.extend(_strings(arg))
-        if "df" in written_names(stmt):
-            break
-    found.sort(key=lambda node: (node.lineno, node.col_offset))
-    return list(dict.fromkeys(str(node.value) for node in found))
-
-
-def _from_df(node: ast.expr) -> bool:
-    """Whether ``node`` is ``df``, or a frame made from it that keeps its columns (rows picked, sorted, grouped)."""
-    while not isinstance(node, ast.Name):
-        if isinstance(node, ast.Subscript) and not _strings(node.slice):
-            node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _KEEPS_COLUMNS:
-            node = node.func.value
-        else:
-            return False
-    return node.id == "df"
-
-
-def _strings(node: ast.expr) -> list[ast.Constant]:
-    """The string constants ``node`` spells out: one, or a list of them."""
-    items = node.elts if isinstance(node, ast.List) else [node]
-    return [item for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
-
-
 def compute_cells(body_code: str, rng: Random, most: int, defined: frozenset[str]) -> list[tuple[Cell, str | None]]:
     """The computation as cells, each with the name of the intermediate result it shows (None for the last)."""
     body, lines = statements(body_code), body_code.splitlines()
@@ -106,7 +64,8 @@ def compute_cells(body_code: str, rng: Random, most: int, defined: frozenset[str
 
 
 _SCALAR = frozenset({"mean", "median", "sum", "std", "var", "max", "min", "corr", "count", "nunique", "skew", "kurt"})
-_KEEPS_ROWS = _KEEPS_COLUMNS | {"fillna", "astype", "replace", "abs", "round", "rename", "query", "clip"}
+_KEEPS_ROWS = frozenset({"groupby", "dropna", "copy", "sort_values", "drop_duplicates", "reset_index", "head", "fillna",
+                         "astype", "replace", "abs", "round", "rename", "query", "clip"})  # fmt: skip
 
 
 def _intermediate(body: list[ast.stmt], k: int) -> tuple[str, str] | None:

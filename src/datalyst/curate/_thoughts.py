@@ -90,7 +90,7 @@ class ThoughtWriter:
         step = self.workflow[index]
         return step[:1].lower() + step[1:]
 
-    def look(self, files: tuple[str, ...], columns: list[str]) -> str:
+    def look(self, files: tuple[str, ...]) -> str:
         where = files[0] if len(files) == 1 else "the files"
         parts = [
             self.rng.choice(
@@ -106,11 +106,6 @@ class ThoughtWriter:
                 )
             )
         ]
-        if columns:
-            names = _join([_name(c) for c in columns[:4]])
-            parts.append(
-                self.rng.choice((f"The question is about {names}.", f"The columns that matter seem to be {names}.", ""))
-            )
         if self.workflow and self.rng.random() < 0.5:
             parts.append(f"For {self.kind} questions the usual first step is to {self._step(0)}.")
         return " ".join(part for part in parts if part)
