@@ -176,20 +176,15 @@ class _Play:
 def _look_code(prelude: str, rng: Random) -> str:
     """The first cell: load, then shape, columns, dtypes and missing values of the whole table. It names no
     column, since the agent has not yet seen their exact spelling (the question's words may differ)."""
-    frame = "df"
     shape = rng.choice(
         ("print(df.shape)", 'print("shape:", df.shape)', 'print(f"{len(df)} rows, {df.shape[1]} columns")')
     )
     names = rng.choice(("print(df.columns.tolist())", "print(list(df.columns))", 'print("columns:", list(df.columns))'))
-    dtypes = rng.choice(
-        (f"print({frame}.dtypes.astype(str).to_dict())", f'print("dtypes:", {frame}.dtypes.astype(str).to_dict())')
-    )
-    missing = rng.choice(
-        (f"print({frame}.isna().sum().to_dict())", f'print("missing:", {frame}.isna().sum().to_dict())')
-    )
+    dtypes = rng.choice(("print(df.dtypes.astype(str).to_dict())", 'print("dtypes:", df.dtypes.astype(str).to_dict())'))
+    missing = rng.choice(("print(df.isna().sum().to_dict())", 'print("missing:", df.isna().sum().to_dict())'))
     details = [dtypes, missing]
     rng.shuffle(details)
-    head = [f"{frame}.head(3)"] if rng.random() < 0.5 else []
+    head = ["df.head(3)"] if rng.random() < 0.5 else []
     return "\n".join([prelude, "", shape, names, *details, *head])
 
 
