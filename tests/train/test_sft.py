@@ -122,6 +122,7 @@ def test_a_resumed_run_matches_an_uninterrupted_one(tiny_model: Path, tmp_path: 
     train_sft(settings, tmp_path / "whole", progress=False)
     resumed = tmp_path / "resumed"
     train_sft(settings, resumed, save_every=2, progress=False)
+    started = json.loads((resumed / "train.manifest.json").read_text())["started_at"]
     shutil.rmtree(resumed / "checkpoints" / "step-000004")  # as if it had stopped after step 3
     shutil.rmtree(resumed / "adapter")
     train_sft(settings, resumed, progress=False)  # resumes from step 2 and drops step 3 from the log
@@ -131,6 +132,10 @@ def test_a_resumed_run_matches_an_uninterrupted_one(tiny_model: Path, tmp_path: 
     assert [e.loss for e in read_log(resumed / "log.jsonl")] == [
         e.loss for e in read_log(tmp_path / "whole" / "log.jsonl")
     ]
+    # the manifest keeps when (and under which revision) the run started, and adds when it finished
+    manifest = json.loads((resumed / "train.manifest.json").read_text())
+    assert manifest["started_at"] == started < manifest["finished_at"] and "finished_git_revision" in manifest
+    assert manifest["result"]["steps"] == 4 and manifest["config"]["epochs"] == 2
 
 
 def test_a_run_folder_refuses_other_settings(tiny_model: Path, tmp_path: Path) -> None:

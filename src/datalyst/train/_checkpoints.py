@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.files import write_atomic
+from datalyst.provenance import git_revision, manifest_path, read_manifest, write_manifest
 from datalyst.train._log import trim_log
 
 KEEP = 2
@@ -26,7 +28,8 @@ STATE = "state.json"
 
 
 def start_run(out: Path, config: BaseModel) -> None:
-    """Write ``config.json`` in a new run folder; in an existing one, refuse a config that differs from it."""
+    """Write ``config.json`` and ``train.manifest.json`` (the revision and time the run starts under) in a new
+    run folder; in an existing one, refuse a config that differs from it."""
     path = out / "config.json"
     if path.exists():
         saved = type(config).model_validate_json(path.read_text(encoding="utf-8"))
@@ -39,6 +42,22 @@ def start_run(out: Path, config: BaseModel) -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(path, config.model_dump_json(indent=2))
+    write_manifest(out / "train", config=config.model_dump())
+
+
+def finish_run(out: Path, config: BaseModel, result: BaseModel, **fields: Any) -> None:
+    """Complete the run's manifest with ``result``, ``fields`` and the revision and time it finished under;
+    the revision and time it started under stay as ``start_run`` wrote them."""
+    manifest = read_manifest(out / "train") or json.loads(
+        write_manifest(out / "train", config=config.model_dump()).read_text(encoding="utf-8")
+    )  # a run folder from before manifests were written at the start
+    manifest |= {
+        "finished_at": datetime.now(UTC).isoformat(),
+        "finished_git_revision": git_revision(),
+        "result": json.loads(result.model_dump_json()),
+        **fields,
+    }
+    write_atomic(manifest_path(out / "train"), json.dumps(manifest, indent=2))
 
 
 def checkpoint_dir(out: Path, step: int) -> Path:

@@ -31,9 +31,8 @@ from datalyst.curate import RunFolder, read_curated
 from datalyst.errors import ConfigError
 from datalyst.files import write_atomic
 from datalyst.llm import ChatModel, ChatTokenizer, ModelKind, SamplingParams, load_model, resolve_spec
-from datalyst.provenance import write_manifest
 from datalyst.tasks import Task, read_tasks
-from datalyst.train._checkpoints import resume, save_checkpoint, start_run
+from datalyst.train._checkpoints import finish_run, resume, save_checkpoint, start_run
 from datalyst.train._data import Example, to_example
 from datalyst.train._hrm import load_hrm
 from datalyst.train._log import StepLog, append_log, plot_curve, read_log
@@ -162,7 +161,7 @@ def train_rl(
     result = RLResult(out=out, adapter=adapter, steps=len(log), seconds=sum(e.seconds for e in log),
                       mean_reward=sum(e.figures["reward/mean"] for e in log) / len(log))  # fmt: skip
     if runtime.is_main:
-        write_manifest(out / "train", config=config.model_dump(), result=json.loads(result.model_dump_json()))
+        finish_run(out, config, result)
     return result
 
 

@@ -17,7 +17,6 @@ pass). A step's loss is the weighted mean over its items. The run folder is SFT'
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,8 +29,7 @@ from torch import Tensor, nn
 from datalyst.errors import DataFileError
 from datalyst.files import write_atomic
 from datalyst.llm import ChatMessage, ChatTokenizer
-from datalyst.provenance import write_manifest
-from datalyst.train._checkpoints import start_run
+from datalyst.train._checkpoints import finish_run, start_run
 from datalyst.train._data import Example, step_batch, steps_per_epoch
 from datalyst.train._log import plot_curve, read_log
 from datalyst.train._loop import train_steps
@@ -140,7 +138,7 @@ def _finish(
     result = ScorerResult(out=out, model=folder, steps=len(log), items=items, too_long=too_long,
                           seconds=sum(e.seconds for e in log), final_loss=log[-1].loss)  # fmt: skip
     if runtime.is_main:
-        write_manifest(out / "train", config=config.model_dump(), result=json.loads(result.model_dump_json()))
+        finish_run(out, config, result)
     return result
 
 

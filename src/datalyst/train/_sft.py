@@ -17,7 +17,6 @@ and random states: a resumed run continues exactly) and, at the end, ``adapter/`
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,8 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from datalyst.files import write_atomic
-from datalyst.provenance import write_manifest
-from datalyst.train._checkpoints import start_run
+from datalyst.train._checkpoints import finish_run, start_run
 from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
 from datalyst.train._log import plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
@@ -166,10 +164,5 @@ def _finish(
         final_loss=log[-1].loss,
     )
     if runtime.is_main:
-        write_manifest(
-            out / "train",
-            config=config.model_dump(),
-            result=json.loads(result.model_dump_json()),
-            data=selection_counts,
-        )
+        finish_run(out, config, result, data=selection_counts)
     return result
