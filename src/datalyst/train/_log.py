@@ -39,23 +39,24 @@ def trim_log(path: Path, steps: int) -> None:
 
 
 def plot_curve(log: Sequence[StepLog], png: Path, *, key: str, title: str) -> None:
-    """Draw ``key`` (``loss`` or a figure's name) against the step into ``png``, with a moving average."""
+    """Draw ``key`` (``loss`` or a figure's name) against the step into ``png``, with a moving average once
+    there are 20 steps or more."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     steps = [entry.step for entry in log]
     values = [entry.loss if key == "loss" else entry.figures[key] for entry in log]
-    window = max(1, len(values) // 10)
-    smooth = [
-        sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
-        for i in range(len(values))
-    ]
+    window = len(values) // 10
     figure, axes = plt.subplots(figsize=(6, 3.5))
-    axes.plot(steps, values, alpha=0.35, label=key)
-    axes.plot(steps, smooth, label=f"moving mean of {window}")
-    axes.set(xlabel="optimizer step", ylabel=key, title=title)
+    axes.plot(steps, values, alpha=0.35 if window > 1 else 1.0, marker="o" if window <= 1 else None, label=key)
+    if window > 1:
+        smooth = [sum(values[max(0, i - window + 1) : i + 1]) / min(i + 1, window) for i in range(len(values))]
+        axes.plot(steps, smooth, label=f"moving mean of {window}")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set(xlabel="step", ylabel=key, title=title)
     axes.legend()
     figure.tight_layout()
     figure.savefig(png, dpi=120)
