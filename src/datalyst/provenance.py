@@ -15,17 +15,21 @@ DIRTY = "-dirty"
 
 
 def write_manifest(out_path: Path, **fields: Any) -> Path:
-    """Record beside ``out_path`` how it is being made: ``fields`` (config, seed, counts) with the datalyst
-    version, the git revision and the time; returns the manifest's path (``<out>.manifest.json``)."""
-    manifest = {
+    """Record beside ``out_path`` how it is being made (:func:`new_manifest`); returns the manifest's path
+    (``<out>.manifest.json``)."""
+    path = manifest_path(out_path)
+    write_atomic(path, json.dumps(new_manifest(**fields), indent=2))
+    return path
+
+
+def new_manifest(**fields: Any) -> dict[str, Any]:
+    """``fields`` (config, seed, counts) with the datalyst version, the git revision and the time."""
+    return {
         "datalyst_version": __version__,
         "git_revision": git_revision(),
         "started_at": datetime.now(UTC).isoformat(),
         **fields,
     }
-    path = manifest_path(out_path)
-    write_atomic(path, json.dumps(manifest, indent=2))
-    return path
 
 
 def manifest_path(out_path: Path) -> Path:

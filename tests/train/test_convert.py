@@ -189,9 +189,16 @@ def test_a_packaged_adapter_carries_the_manifests_of_its_run_and_data(source, ti
 
 def test_packaging_an_unfinished_run_is_refused(tmp_path):
     from datalyst.train import package_adapter
+    from datalyst.train._checkpoints import start_run
+    from datalyst.train._sft import SFTConfig
 
     with pytest.raises(ConfigError, match="holds no finished LoRA run"):
         package_adapter(tmp_path, tmp_path / "out.gguf")
+    # a run that has started (its manifest holds the config) but not finished (no result) is refused too
+    start_run(tmp_path / "run", SFTConfig(data="examples.jsonl", model="hf:/models/x"))
+    (tmp_path / "run" / "adapter").mkdir()
+    with pytest.raises(ConfigError, match="holds no finished LoRA run"):
+        package_adapter(tmp_path / "run", tmp_path / "out.gguf")
 
 
 def lora_weights(model) -> dict[str, np.ndarray]:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.files import write_atomic
-from datalyst.provenance import git_revision, manifest_path, read_manifest, write_manifest
+from datalyst.provenance import git_revision, manifest_path, new_manifest, read_manifest, write_manifest
 from datalyst.train._log import trim_log
 
 KEEP = 2
@@ -48,9 +48,8 @@ def start_run(out: Path, config: BaseModel) -> None:
 def finish_run(out: Path, config: BaseModel, result: BaseModel, **fields: Any) -> None:
     """Complete the run's manifest with ``result``, ``fields`` and the revision and time it finished under;
     the revision and time it started under stay as ``start_run`` wrote them."""
-    manifest = read_manifest(out / "train") or json.loads(
-        write_manifest(out / "train", config=config.model_dump()).read_text(encoding="utf-8")
-    )  # a run folder from before manifests were written at the start
+    # a run folder from before manifests were written at the start has none yet
+    manifest = read_manifest(out / "train") or new_manifest(config=config.model_dump())
     manifest |= {
         "finished_at": datetime.now(UTC).isoformat(),
         "finished_git_revision": git_revision(),

@@ -26,7 +26,7 @@ def package_adapter(run: str | os.PathLike[str], out: str | os.PathLike[str], *,
     as ``out`` with the suffix ``.json``; returns the manifest's path."""
     folder, target = Path(run), Path(out)
     trained = read_manifest(folder / "train")
-    if "config" not in trained or not (folder / "adapter").is_dir():
+    if "result" not in trained or not (folder / "adapter").is_dir():
         raise ConfigError(f"{folder} holds no finished LoRA run (train.manifest.json and adapter/); finish it first")
     base = trained["config"]["model"]
     adapter_to_gguf(folder / "adapter", target, base=base, outtype=outtype)
