@@ -19,6 +19,13 @@ def test_writes_text_and_bytes_and_makes_parent_folders(tmp_path):
     assert os.listdir(target.parent) == ["report.md"]  # no temporary left behind
 
 
+def test_the_file_gets_the_permissions_open_would_give_it(tmp_path):
+    target, plain = tmp_path / "adapter.json", tmp_path / "plain.json"
+    write_atomic(target, "{}")
+    plain.write_text("{}")
+    assert target.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777 != 0o600
+
+
 def test_a_failed_write_keeps_the_old_file_and_cleans_up(tmp_path, monkeypatch):
     target = tmp_path / "verdicts.jsonl"
     target.write_text("old\n")

@@ -6,18 +6,23 @@ import os
 import tempfile
 from pathlib import Path
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once at import: there is no way to read it without setting it
+
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` to a unique temporary file beside ``path``, then rename it into place.
 
     The rename is atomic on every OS, so a crash never leaves half a file and two processes writing
-    the same path at once each leave a whole one (the last rename wins). Parent folders are created.
+    the same path at once each leave a whole one (the last rename wins). Parent folders are created, and
+    the file gets the permissions ``open()`` would give it (``mkstemp`` makes it private).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, 0o666 & ~_UMASK)
         with os.fdopen(handle, "wb") as file:
             file.write(payload)
         os.replace(temporary, path)
