@@ -111,7 +111,7 @@ def test_a_clean_episode_looks_at_the_data_computes_and_answers_right(slope_task
     look, *cells, answer = trajectory.turns
     assert trajectory.termination == Termination.ANSWER and trajectory.model == EXPERT_SPEC
     assert look.code.startswith("import pandas as pd\n\ndf = pd.read_csv('sales.csv')")
-    assert "df.shape" in look.code and "isna()" in look.code and "'units'" in look.observation
+    assert "df.shape" in look.code and "df.info()" in look.code and "'units'" in look.observation
     # the look names no column, in its code or its thought: their spelling is what it is there to find out
     assert "'units'" not in look.code and "'revenue'" not in look.code and "`units`" not in look.thought
     assert cells and all(turn.result.ok for turn in [look, *cells])
@@ -209,12 +209,17 @@ def test_the_computation_splits_at_an_intermediate_result_it_prints():
 
 def test_facts_are_read_from_what_the_look_printed():
     stdout = (
-        "60 rows, 6 columns\ncolumns: ['units', 'revenue', 'region']\n{'units': 'float64', 'region': 'str'}\n"
-        "missing: {'units': 1, 'region': 0}\n   units region\n0   30.0   East\n"
+        "60 rows, 3 columns\ncolumns: ['units', 'unit price', 'region']\n<class 'pandas.DataFrame'>\n"
+        "RangeIndex: 60 entries, 0 to 59\nData columns (total 3 columns):\n"
+        " #   Column      Non-Null Count  Dtype  \n---  ------      --------------  -----  \n"
+        " 0   units       59 non-null     float64\n 1   unit price  60 non-null     float64\n"
+        " 2   region      58 non-null     str    \ndtypes: float64(2), str(1)\nmemory usage: 1.5 KB\n"
+        "   units  unit price region\n0   30.0         2.5   East\n"
     )
     facts = _read_facts(stdout, ("sales.csv",))
-    assert facts.rows == 60 and facts.columns == ("units", "revenue", "region")
-    assert facts.dtypes == {"units": "float64", "region": "str"} and facts.missing == {"units": 1, "region": 0}
+    assert facts.rows == 60 and facts.columns == ("units", "unit price", "region")
+    assert facts.dtypes == {"units": "float64", "unit price": "float64", "region": "str"}
+    assert facts.missing == {"units": 1, "unit price": 0, "region": 2}
     assert _read_facts("(5, 2)\n[1, 'a']", ()).rows == 5
 
 

@@ -174,40 +174,37 @@ class _Play:
 
 
 def _look_code(prelude: str, rng: Random) -> str:
-    """The first cell: load, then shape, columns, dtypes and missing values of the whole table. It names no
-    column, since the agent has not yet seen their exact spelling (the question's words may differ)."""
+    """The first cell: load, then shape, columns, and ``df.info()`` (dtypes and non-null counts) of the whole
+    table. It names no column, since the agent has not yet seen their exact spelling (the question's words
+    may differ), and it prints with plain pandas calls that read right on any frame."""
     shape = rng.choice(
         ("print(df.shape)", 'print("shape:", df.shape)', 'print(f"{len(df)} rows, {df.shape[1]} columns")')
     )
     names = rng.choice(("print(df.columns.tolist())", "print(list(df.columns))", 'print("columns:", list(df.columns))'))
-    dtypes = rng.choice(("print(df.dtypes.astype(str).to_dict())", 'print("dtypes:", df.dtypes.astype(str).to_dict())'))
-    missing = rng.choice(("print(df.isna().sum().to_dict())", 'print("missing:", df.isna().sum().to_dict())'))
-    details = [dtypes, missing]
-    rng.shuffle(details)
     head = ["df.head(3)"] if rng.random() < 0.5 else []
-    return "\n".join([prelude, "", shape, names, *details, *head])
+    return "\n".join([prelude, "", shape, names, "df.info()", *head])
 
 
 _LITERAL_ERRORS = (ValueError, SyntaxError, TypeError, MemoryError, RecursionError)
+_INFO_ROW = re.compile(r"^\s*\d+\s+(.+?)\s+(\d+) non-null\s+(\S+)\s*$")
 
 
 def _read_facts(stdout: str, files: tuple[str, ...]) -> Facts:
-    """What the look printed: the row count, every column, and dtypes and missing counts (as the expert reads them)."""
-    rows, columns, dtypes, missing = None, (), {}, {}
+    """What the look printed: the row count, every column, and dtypes and missing counts (from ``df.info()``)."""
+    rows, columns, dtypes, counts = None, (), {}, {}
     for line in stdout.splitlines():
-        if match := re.match(r"(\d+) rows, \d+ columns$", line):
+        if match := re.match(r"(\d+) rows, \d+ columns$", line) or re.match(r"(?:Range)?Index: (\d+) entries", line):
             rows = int(match.group(1))
-            continue
-        try:
-            value = ast.literal_eval(re.sub(r"^[a-z]+: ", "", line))
-        except _LITERAL_ERRORS:
-            continue
-        if isinstance(value, tuple) and len(value) == 2:
-            rows = value[0]
-        elif isinstance(value, list) and not columns:
-            columns = tuple(str(item) for item in value)
-        elif isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
-            dtypes = value
-        elif isinstance(value, dict) and value and all(isinstance(v, int) for v in value.values()):
-            missing = value
+        elif match := _INFO_ROW.match(line):
+            dtypes[match.group(1)], counts[match.group(1)] = match.group(3), int(match.group(2))
+        else:
+            try:
+                value = ast.literal_eval(re.sub(r"^[a-z]+: ", "", line))
+            except _LITERAL_ERRORS:
+                continue
+            if isinstance(value, tuple) and len(value) == 2:
+                rows = value[0]
+            elif isinstance(value, list) and not columns:
+                columns = tuple(str(item) for item in value)
+    missing = {name: rows - count for name, count in counts.items()} if rows is not None else {}
     return Facts(files, columns, dtypes, missing, rows)
