@@ -81,13 +81,28 @@ def test_each_file_is_kept_or_dropped_with_a_stable_reason(corpus, tmp_path):
     assert manifest["funnel"] == funnel.model_dump() and manifest["options"]["convert_share"] == 0
 
 
+def test_snapshots_of_one_dataset_are_kept_up_to_the_schema_cap(tmp_path):
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    for day in range(4):
+        table(seed=10 + day).to_csv(folder / f"forecast-{day}.csv", index=False)
+    table(seed=20).rename(columns={"mayor": "governor"}).to_csv(folder / "other.csv", index=False)
+    out = tmp_path / "files.jsonl"
+    funnel = collect_files([folder], out, options=FileOptions(convert_share=0, max_per_schema=2), progress=False)
+    kept = sorted(record.found_at.rsplit("/", 1)[1] for record in read_source_files(out))
+    assert kept == ["forecast-0.csv", "forecast-1.csv", "other.csv"]
+    assert funnel.dropped_by_reason == {"same_schema": 2}
+    rejected = [json.loads(line) for line in (tmp_path / "files.jsonl.rejected.jsonl").read_text().splitlines()]
+    assert {r["detail"] for r in rejected} == {"2 tables with its columns are kept"}
+
+
 def test_converted_tables_keep_their_content_in_xlsx_and_sqlite(tmp_path):
     folder = tmp_path / "many"
     folder.mkdir()
     for seed in range(8):
         table(seed=seed).to_csv(folder / f"t{seed}.csv", index=False)
     out = tmp_path / "files.jsonl"
-    funnel = collect_files([folder], out, options=FileOptions(convert_share=1.0), progress=False)
+    funnel = collect_files([folder], out, options=FileOptions(convert_share=1.0, max_per_schema=8), progress=False)
     records = read_source_files(out)
     assert funnel.converted == 8 and {r.kind for r in records} == {FileKind.XLSX, FileKind.SQLITE}
     for record in records:
@@ -151,6 +166,6 @@ def test_records_name_files_by_absolute_paths_when_out_is_relative(tmp_path, mon
     folder.mkdir()
     table().to_csv(folder / "t.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    collect_files(["many"], "files.jsonl", options=FileOptions(convert_share=1.0), progress=False)
+    collect_files(["many"], "files.jsonl", options=FileOptions(convert_share=1.0, max_per_schema=8), progress=False)
     [record] = read_source_files(tmp_path / "files.jsonl")
     assert record.path.startswith(str(tmp_path / "files.jsonl.converted")) and record.found_at == str(folder / "t.csv")

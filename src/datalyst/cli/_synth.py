@@ -50,6 +50,9 @@ def files_command(
     convert_share: Annotated[
         float, typer.Option(help="Share of CSV/TSV tables converted, half to XLSX and half to SQLite.")
     ] = 0.3,
+    max_per_schema: Annotated[
+        int, typer.Option(help="Most tables kept with the same column names (snapshots of one dataset).")
+    ] = 3,
     seed: Annotated[int, typer.Option(help="Seed of which tables are converted.")] = 0,
     converted_dir: Annotated[
         Path | None, typer.Option(help="Where converted files go. [default: OUT.converted]")
@@ -72,6 +75,7 @@ def files_command(
         max_columns=max_columns,
         max_missing_share=max_missing_share,
         convert_share=convert_share,
+        max_per_schema=max_per_schema,
         seed=seed,
     )
     console = Console(stderr=True, highlight=False)

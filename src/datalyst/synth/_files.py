@@ -50,6 +50,9 @@ class FileOptions(BaseModel):
     """Most columns that may have no name or a number for a name (as when a file has no header row)."""
     convert_share: float = Field(0.3, ge=0, le=1)
     """Share of CSV/TSV tables converted, half to XLSX and half to SQLite."""
+    max_per_schema: int = Field(3, ge=1)
+    """Most tables kept with the same column names: a corpus may hold a hundred snapshots of one dataset,
+    and tasks on each would be the same questions on new numbers."""
     seed: int = 0
 
 
@@ -114,6 +117,7 @@ REASONS = (
     "benchmark_table",
     "benchmark_lookalike",
     "duplicate",
+    "same_schema",
 )
 
 
@@ -166,6 +170,7 @@ def collect_files(
         _check_same_options(out, options)
     done = {record.found_at for record in kept} | {rejection.id for rejection in rejections}
     seen = {record.content_hash for record in kept}
+    schemas = Counter(_schema(record) for record in kept)
     paths = find_data_files(roots)
     settings = {"roots": [str(Path(root).resolve()) for root in roots], "options": options.model_dump()}
     write_manifest(out, **settings, benchmark_tables=len(benchmarks))
@@ -173,9 +178,10 @@ def collect_files(
     console = Console(stderr=True)
     with out.open("a", encoding="utf-8") as sink, rejected_path.open("a", encoding="utf-8") as rejects:
         for path in track(todo, description="files", console=console, disable=not progress):
-            result = _examine(path, options, benchmarks, seen, converted)
+            result = _examine(path, options, benchmarks, seen, schemas, converted)
             if isinstance(result, SourceFile):
                 seen.add(result.content_hash)
+                schemas[_schema(result)] += 1
                 kept.append(result)
                 sink.write(result.model_dump_json() + "\n")
                 sink.flush()
@@ -217,6 +223,7 @@ def _examine(
     options: FileOptions,
     benchmarks: Sequence[tuple[str, Fingerprint]],
     seen: set[str],
+    schemas: Counter[tuple[str, ...]],
     converted: Path,
 ) -> SourceFile | Rejection:
     try:
@@ -238,6 +245,8 @@ def _examine(
             return Rejection(id=str(path), reason="benchmark_lookalike", detail=f"mostly the rows of {where}")
     if found.content_hash in seen:
         return Rejection(id=str(path), reason="duplicate", detail=f"table {found.content_hash[:16]} is kept")
+    if (kept := schemas[tuple(map(str, frame.columns))]) >= options.max_per_schema:
+        return Rejection(id=str(path), reason="same_schema", detail=f"{kept} tables with its columns are kept")
     source, kind = path, detect_kind(path)
     if kind in (FileKind.CSV, FileKind.TSV) and (target := _conversion(found.content_hash, options)) is not None:
         (source, table), kind = _convert(frame, path, found.content_hash, target, converted), target
@@ -254,6 +263,11 @@ def _examine(
         licence=_licence(path),
         info=describe(source),
     )
+
+
+def _schema(record: SourceFile) -> tuple[str, ...]:
+    """The column names of the record's table, in order."""
+    return next((tuple(t.column_names) for t in record.info.tables if t.name == record.table), ())
 
 
 def _problem(frame: pd.DataFrame, options: FileOptions) -> tuple[str, str] | None:
