@@ -444,6 +444,7 @@ def test_a_void_turn_is_kept_up_to_an_invented_observation(name):
 @example(name="datarus", text="```<ANSWER>0<ACTION>")  # a bare fence opened before an answer, a tag after it
 @example(name="datarus", text="```<ANSWER>0<ACTION_INPUT>0")
 @example(name="datamind", text="```<answer>0<code>x")
+@example(name="datarus", text="<ACTION_INPUT>0<ANSWER>0<ACTION>")  # code, then an answer, then another tool
 def test_the_kept_turn_parses_like_the_whole_completion(name, text):
     dialect = get_dialect(name)
     end = dialect.action_end(text)

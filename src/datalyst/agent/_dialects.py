@@ -263,17 +263,16 @@ class DatarusDialect(_PromptedDialect):
         code = None
         action = next((block for block in blocks if block.name == "action"), None)
         tool = re.split(r"\n|" + FENCE, action.content(text), maxsplit=1)[0].strip().lower() if action else ""
-        if action and tool != self._tool:
+        for block in blocks:
+            if block.name == "action_input":
+                found, end = code_in_region(text, block.content_start, block.end)
+                if found:
+                    code = _Action(block.start, found, block.close_end or end)
+                    break
+        if action and tool != self._tool and (code is None or action.start < code.start):
             code = _Action(action.start, "", len(text))  # a tool we do not have: void unless an answer came first
-        else:
-            for block in blocks:
-                if block.name == "action_input":
-                    found, end = code_in_region(text, block.content_start, block.end)
-                    if found:
-                        code = _Action(block.start, found, block.close_end or end)
-                        break
-            if code and action:
-                code = code._replace(start=min(code.start, action.start))
+        elif code and action and tool == self._tool:
+            code = code._replace(start=min(code.start, action.start))
         code = _earlier(code, _bare_fence(text, blocks, ("answer", "stop_analysis", "thought")))
         stop = _action_start(answer, code, len(text))
         step, end = _choose(thought_before(text, blocks, "thought", stop, self._tags), answer, code, len(text))
