@@ -115,14 +115,7 @@ class DataMindDialect(_PromptedDialect):
         text = cut_at(completion, self._stop)
         blocks = find_blocks(text, self._tags)
         answer = _first_answer(text, blocks)
-        code = None
-        for block in blocks:
-            if block.name == "code":
-                found, end = code_in_region(text, block.content_start, block.end)
-                if found:
-                    code = _Action(block.start, found, block.close_end or end)
-                    break
-        code = _earlier(code, _bare_fence(text, blocks, ("answer", "think")))
+        code = _earlier(_first_code(text, blocks, "code"), _bare_fence(text, blocks, ("answer", "think")))
         stop = _action_start(answer, code, len(text))
         return _choose(thought_before(text, blocks, "think", stop, self._tags), answer, code, len(text))
 
@@ -157,6 +150,16 @@ def _first_answer(text: str, blocks: list[Block]) -> _Action | None:
     for block in blocks:
         if block.name == "answer" and (answer := unwrap_fence(block.content(text))):
             return _Action(block.start, answer, block.close_end or block.end)
+    return None
+
+
+def _first_code(text: str, blocks: list[Block], name: str) -> _Action | None:
+    """The first ``name`` block that holds code."""
+    for block in blocks:
+        if block.name == name:
+            found, end = code_in_region(text, block.content_start, block.end)
+            if found:
+                return _Action(block.start, found, block.close_end or end)
     return None
 
 
@@ -260,15 +263,9 @@ class DatarusDialect(_PromptedDialect):
         text = cut_at(completion, self._stop)
         blocks = find_blocks(text, self._tags)
         answer = _first_answer(text, blocks) or self._stop_analysis_answer(text, blocks)
-        code = None
+        code = _first_code(text, blocks, "action_input")
         action = next((block for block in blocks if block.name == "action"), None)
         tool = re.split(r"\n|" + FENCE, action.content(text), maxsplit=1)[0].strip().lower() if action else ""
-        for block in blocks:
-            if block.name == "action_input":
-                found, end = code_in_region(text, block.content_start, block.end)
-                if found:
-                    code = _Action(block.start, found, block.close_end or end)
-                    break
         if action and tool != self._tool and (code is None or action.start < code.start):
             code = _Action(action.start, "", len(text))  # a tool we do not have: void unless an answer came first
         elif code and action and tool == self._tool:
