@@ -23,6 +23,7 @@ from datalyst.errors import ConfigError
 from datalyst.llm import ChatMessage, HFTokenizer, ReplayModel
 from datalyst.tasks import Task
 from datalyst.train._rewards import length_reward
+from datalyst.train._rollouts import score as score_run
 from datalyst.train._verl import RowRollout, agent_config, compute_score, rollout_row, task_from_row
 
 CODE = "import pandas as pd\nprint(pd.read_csv('sales.csv')['region'].nunique())"
@@ -147,8 +148,10 @@ def test_the_run_carries_what_the_reward_needs(solved):
     rollout, _ = solved
     assert rollout.extra_fields == {
         "global_steps": 3, "final_answer": "@regions[4]", "well_formed": True,
-        "agent_tokens": sum(rollout.response_mask), "void_turns": 0, "termination": "answer",
+        "agent_tokens": rollout.trajectory.agent_tokens, "void_turns": 0, "termination": "answer",
     }  # fmt: skip
+    assert rollout.trajectory.agent_tokens == sum(turn.completion_tokens for turn in rollout.trajectory.turns) > 0
+    assert asyncio.run(score_run(rollout.trajectory)).length == rollout.extra_fields["agent_tokens"]  # train rl
     assert rollout.metrics["tool_calls"] > 0
 
 
@@ -184,7 +187,8 @@ def test_a_run_with_a_void_turn_trains_nothing_unless_asked(row, tokenizer):
     assert masked.trajectory.turns[0].is_void and set(masked.response_mask) == {0}
     assert masked.extra_fields["well_formed"] is False and masked.extra_fields["agent_tokens"] > 0
     kept = run(row, ScriptedServer(tokenizer, script), tokenizer, mask_void_runs=False)
-    assert kept.response_ids == masked.response_ids and sum(kept.response_mask) == masked.extra_fields["agent_tokens"]
+    assert kept.response_ids == masked.response_ids
+    assert kept.extra_fields["agent_tokens"] == masked.extra_fields["agent_tokens"]
 
 
 def test_verls_response_length_ends_the_run_on_the_models_last_token(row, tokenizer):

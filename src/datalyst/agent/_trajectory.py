@@ -130,6 +130,11 @@ class Trajectory(BaseModel):
         return self.first_message.removesuffix(self.guidance)
 
     @property
+    def agent_tokens(self) -> int:
+        """Tokens the agent wrote in all its turns (environment output and end-of-turn tokens excluded)."""
+        return sum(turn.completion_tokens for turn in self.turns)
+
+    @property
     def n_void_turns(self) -> int:
         return sum(turn.is_void for turn in self.turns)
 

@@ -50,7 +50,7 @@ async def score(trajectory: Trajectory) -> Scored:
         trajectory=trajectory,
         correct=trajectory.answer is not None and judgement.correct,
         well_formed=FormatCheck().check(trajectory) == KEEP,
-        length=sum(turn.completion_tokens for turn in trajectory.turns),
+        length=trajectory.agent_tokens,
     )
 
 

@@ -275,7 +275,6 @@ async def rollout_row(
     model.finish(state.messages)
     trajectory = state.trajectory
     response_ids, mask, logprobs = model.response()
-    written = sum(mask)
     if mask_void_runs and trajectory.n_void_turns:
         mask = [0] * len(mask)
     return RowRollout(
@@ -289,7 +288,7 @@ async def rollout_row(
         | {
             "final_answer": trajectory.answer,
             "well_formed": FormatCheck().check(trajectory) == KEEP,
-            "agent_tokens": written,
+            "agent_tokens": trajectory.agent_tokens,
             "void_turns": trajectory.n_void_turns,
             "termination": trajectory.termination.value,
         },
