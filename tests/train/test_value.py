@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,46 @@ def test_a_saved_value_model_loads_with_identical_scores(tiny_model: Path, tmp_p
     assert isinstance(loaded.loaded, LoadedScorer) and loaded.loaded.card == card
     with pytest.raises(DataFileError, match="holds no value model"):
         load_value_model(tiny_model)
+
+
+def test_scoring_runs_only_what_a_cached_conversation_does_not_share(tiny_model: Path, tmp_path: Path) -> None:
+    from datalyst.train._scorer import LoadedScorer, Scorer, ScoringCard, encode, save_scorer
+
+    torch.manual_seed(2)
+    policy = load_policy(f"hf:{tiny_model}", lora=LoraOptions(r=4, alpha=8))
+    scorer = Scorer(policy.model, outputs=1, dropout=0.0)
+    with torch.no_grad():
+        for name, parameter in scorer.named_parameters():
+            if "lora_B" in name or name.startswith("head"):
+                parameter.normal_(0, 0.5)
+    card = ScoringCard(model=f"hf:{tiny_model}", outputs=["value"], dropout=0.0)
+    save_scorer(scorer.eval(), tmp_path / "value", card, name="value")
+    loaded = LoadedScorer(tmp_path / "value", name="value", cached=2)
+    ran = []
+    loaded.scorer.backbone.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
+                                                    with_kwargs=True)  # fmt: skip
+
+    def turn(text: str) -> list[ChatMessage]:
+        return [ChatMessage(role=Role.ASSISTANT, content=text), ChatMessage(role=Role.USER, content="Observation: ok")]
+
+    root = [ChatMessage(role=Role.USER, content="Count the rows of the file.")]
+    child, sibling = root + turn("Thought: load it."), root + turn("Thought: count them.")
+    grandchild = child + turn("Formatted answer: @rows[3]")
+    for messages in (root, child, sibling, grandchild, child, [ChatMessage(role=Role.USER, content="Other.")]):
+        ids = encode(messages, loaded.tokenizer)
+        with torch.no_grad():
+            whole = loaded.scorer(torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long))[0, 0].item()
+        shared = max((_common(ids, key) for key in loaded._prefixes), default=0)
+        ran.clear()
+        assert loaded.predict(messages)["value"] == pytest.approx(whole, abs=1e-5)
+        assert ran == [max(len(ids) - shared, 1)]
+    assert len(loaded._prefixes) == 2  # the last two conversations
+    shared_by = [_common(encode(child, loaded.tokenizer), encode(m, loaded.tokenizer)) for m in (sibling, grandchild)]
+    assert 0 < shared_by[0] < len(encode(child, loaded.tokenizer)) == shared_by[1]  # a sibling crops, a child extends
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def test_long_states_are_left_out_and_counted(tiny_model: Path, tmp_path: Path) -> None:

@@ -17,8 +17,12 @@ pass). A step's loss is the weighted mean over its items. The run folder is SFT'
 
 from __future__ import annotations
 
+import copy
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -178,9 +182,16 @@ def save_scorer(scorer: Scorer, folder: Path, card: ScoringCard, *, name: str) -
 
 
 class LoadedScorer:
-    """A saved scorer ready to score conversations: LoRA merged into the weights, eval mode, no gradients."""
+    """A saved scorer ready to score conversations: LoRA merged into the weights, eval mode, no gradients.
 
-    def __init__(self, path: str | Path, *, name: str, device: str = "cpu") -> None:
+    Search and the reward model score conversations that extend ones scored just before (a child state, the
+    next step of a trajectory), so the last ``cached`` conversations keep the backbone's key/value cache and
+    the running sum of its last hidden states: a conversation sharing a prefix with one of them runs only its
+    new tokens. The causal backbone gives the prefix the same states either way, so the score is the one a
+    whole forward pass gives, up to float rounding. Thread-safe: one conversation is scored at a time.
+    """
+
+    def __init__(self, path: str | Path, *, name: str, device: str = "cpu", cached: int = 8) -> None:
         from safetensors.torch import load_file
 
         folder = _model_folder(Path(path), name)
@@ -191,13 +202,55 @@ class LoadedScorer:
         self.scorer = Scorer(policy.model.merge_and_unload(), outputs=len(self.card.outputs), dropout=self.card.dropout)
         self.scorer.head.load_state_dict(load_file(folder / "head.safetensors"))
         self.scorer.to(device).eval()
+        self.cached = cached
+        self._prefixes: OrderedDict[tuple[int, ...], _Prefix] = OrderedDict()
+        self._lock = threading.Lock()
 
     def predict(self, messages: Sequence[ChatMessage]) -> dict[str, float]:
         """Every output's score of the conversation ``messages``, by output name."""
-        ids = torch.tensor([encode(messages, self.tokenizer)], device=self.device)
-        with torch.no_grad():
-            scores = self.scorer(ids, torch.ones_like(ids))[0].tolist()
+        ids = tuple(encode(messages, self.tokenizer))
+        with self._lock, torch.no_grad():
+            prefix = self._extend(ids)
+            scores = self.scorer.head(prefix.sums[-1:] / len(ids))[0].tolist()
         return dict(zip(self.card.outputs, scores, strict=True))
+
+    def _extend(self, ids: tuple[int, ...]) -> _Prefix:
+        """``ids``' cache and running sums: a cached conversation's, cut to what it shares and run on from there."""
+        shared, base = max(((_common(ids, key), prefix) for key, prefix in self._prefixes.items()),
+                           key=lambda pair: pair[0], default=(0, None))  # fmt: skip
+        shared = min(shared, len(ids) - 1)  # at least one token runs: a cache holds no hidden state to reuse
+        cache = None
+        if base is not None and shared > 0:
+            cache = copy.deepcopy(base.cache)
+            cache.crop(shared - cache.get_seq_length())  # a negative count: the tokens to drop
+        new = torch.tensor([ids[shared:]], device=self.device)
+        output = self.scorer.backbone(input_ids=new, past_key_values=cache, use_cache=True,
+                                      output_hidden_states=True, logits_to_keep=1)  # fmt: skip
+        sums = output.hidden_states[-1][0].float().cumsum(0)
+        if cache is not None:
+            sums = torch.cat([base.sums[:shared], sums + base.sums[shared - 1]])
+        prefix = _Prefix(output.past_key_values, sums)
+        self._prefixes[ids] = prefix
+        self._prefixes.move_to_end(ids)
+        while len(self._prefixes) > self.cached:
+            self._prefixes.popitem(last=False)
+        return prefix
+
+
+@dataclass
+class _Prefix:
+    cache: Any
+    """The backbone's key/value cache of a scored conversation."""
+    sums: Tensor
+    """``(T, H)``: row ``t`` is the sum of the last hidden states of tokens ``0..t``."""
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
 
 
 def _model_folder(path: Path, name: str) -> Path:
