@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from value_helpers import answer, cell, trajectory
@@ -135,26 +136,30 @@ def test_training_moves_predictions_toward_their_targets(tiny_model: Path, tmp_p
     assert (tmp_path / "run" / "loss.png").is_file() and (tmp_path / "run" / "train.manifest.json").is_file()
 
 
-def test_a_saved_value_model_loads_with_identical_scores(tiny_model: Path, tmp_path: Path) -> None:
-    from datalyst.train._scorer import LoadedScorer, Scorer, ScoringCard, save_scorer
+def saved_scorer(tiny_model: Path, folder: Path, *, seed: int, dropout: float) -> tuple[Any, Any]:
+    """A value model of the tiny model with LoRA layers and head drawn at random, as if trained, saved in ``folder``."""
+    from datalyst.train._scorer import Scorer, ScoringCard, save_scorer
 
-    torch.manual_seed(1)
-    policy = load_policy(f"hf:{tiny_model}", lora=LoraOptions(r=4, alpha=8))
-    scorer = Scorer(policy.model, outputs=1, dropout=0.5)
+    torch.manual_seed(seed)
+    scorer = Scorer(load_policy(f"hf:{tiny_model}", lora=LoraOptions(r=4, alpha=8)).model, outputs=1, dropout=dropout)
     with torch.no_grad():
         for name, parameter in scorer.named_parameters():
             if "lora_B" in name or name.startswith("head"):
-                parameter.normal_(0, 0.5)  # as if trained: LoRA B starts at zero
-    scorer.eval()
-    card = ScoringCard(model=f"hf:{tiny_model}", outputs=["value"], dropout=0.5)
-    save_scorer(scorer, tmp_path / "value", card, name="value")
-    messages = states(1)[0].messages
-    from datalyst.train._scorer import encode
+                parameter.normal_(0, 0.5)  # LoRA B starts at zero
+    card = ScoringCard(model=f"hf:{tiny_model}", outputs=["value"], dropout=dropout)
+    save_scorer(scorer.eval(), folder, card, name="value")
+    return scorer, card
 
-    ids = torch.tensor([encode(messages, policy.chat_tokenizer)])
+
+def test_a_saved_value_model_loads_with_identical_scores(tiny_model: Path, tmp_path: Path) -> None:
+    from datalyst.train._scorer import LoadedScorer, encode
+
+    scorer, card = saved_scorer(tiny_model, tmp_path / "value", seed=1, dropout=0.5)
+    loaded = load_value_model(tmp_path / "value")
+    messages = states(1)[0].messages
+    ids = torch.tensor([encode(messages, loaded.loaded.tokenizer)])
     with torch.no_grad():
         before = scorer(ids, torch.ones_like(ids))[0, 0].item()
-    loaded = load_value_model(tmp_path / "value")
     assert loaded.score(messages) == pytest.approx(before, abs=1e-6) and before != 0.0
     assert isinstance(loaded.loaded, LoadedScorer) and loaded.loaded.card == card
     with pytest.raises(DataFileError, match="holds no value model"):
@@ -162,17 +167,9 @@ def test_a_saved_value_model_loads_with_identical_scores(tiny_model: Path, tmp_p
 
 
 def test_scoring_runs_only_what_a_cached_conversation_does_not_share(tiny_model: Path, tmp_path: Path) -> None:
-    from datalyst.train._scorer import LoadedScorer, Scorer, ScoringCard, encode, save_scorer
+    from datalyst.train._scorer import LoadedScorer, encode
 
-    torch.manual_seed(2)
-    policy = load_policy(f"hf:{tiny_model}", lora=LoraOptions(r=4, alpha=8))
-    scorer = Scorer(policy.model, outputs=1, dropout=0.0)
-    with torch.no_grad():
-        for name, parameter in scorer.named_parameters():
-            if "lora_B" in name or name.startswith("head"):
-                parameter.normal_(0, 0.5)
-    card = ScoringCard(model=f"hf:{tiny_model}", outputs=["value"], dropout=0.0)
-    save_scorer(scorer.eval(), tmp_path / "value", card, name="value")
+    saved_scorer(tiny_model, tmp_path / "value", seed=2, dropout=0.0)
     loaded = LoadedScorer(tmp_path / "value", name="value", cached=2)
     ran = []
     loaded.scorer.backbone.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
