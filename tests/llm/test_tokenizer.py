@@ -9,7 +9,16 @@ from __future__ import annotations
 import pytest
 
 from datalyst.errors import ConfigError, ModelUnavailable
-from datalyst.llm import ChatMessage, ChatTokenizer, GGUFTokenizer, Role, is_cached, load_tokenizer, model_path
+from datalyst.llm import (
+    ChatMessage,
+    ChatTokenizer,
+    GGUFTokenizer,
+    Role,
+    common_prefix,
+    is_cached,
+    load_tokenizer,
+    model_path,
+)
 from datalyst.llm._tokenizer import TemplateRenderer
 
 CHAT = [
@@ -123,3 +132,9 @@ def test_the_gguf_tokenizer_agrees_with_the_transformers_one(name):
     assert hf.end_of_turn == gguf.end_of_turn
     ids = gguf.encode("naïve 日本語 ꙮ𓀀 done")
     assert hf.offsets(ids) == gguf.offsets(ids)
+
+
+def test_common_prefix_counts_the_leading_ids_two_sequences_share() -> None:
+    assert common_prefix([1, 2, 3], (1, 2, 4, 5)) == 2
+    assert common_prefix([1, 2], [1, 2, 3]) == 2 == common_prefix((1, 2), (1, 2))
+    assert common_prefix([], [1]) == 0 == common_prefix([2], [1])

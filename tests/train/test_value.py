@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from value_helpers import answer, cell, trajectory
 
 from datalyst.agent import Trajectory
 from datalyst.errors import ConfigError, DataFileError
-from datalyst.llm import ChatMessage, Role
+from datalyst.llm import ChatMessage, Role, common_prefix
 from datalyst.tasks import Task
 from datalyst.train import LoraOptions, load_policy
 from datalyst.train._log import read_log
@@ -185,17 +184,14 @@ def test_scoring_runs_only_what_a_cached_conversation_does_not_share(tiny_model:
         ids = encode(messages, loaded.tokenizer)
         with torch.no_grad():
             whole = loaded.scorer(torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long))[0, 0].item()
-        shared = max((_common(ids, key) for key in loaded._prefixes), default=0)
+        shared = max((common_prefix(ids, key) for key in loaded._prefixes), default=0)
         ran.clear()
         assert loaded.predict(messages)["value"] == pytest.approx(whole, abs=1e-5)
         assert ran == [max(len(ids) - shared, 1)]
     assert len(loaded._prefixes) == 2  # the last two conversations
-    shared_by = [_common(encode(child, loaded.tokenizer), encode(m, loaded.tokenizer)) for m in (sibling, grandchild)]
-    assert 0 < shared_by[0] < len(encode(child, loaded.tokenizer)) == shared_by[1]  # a sibling crops, a child extends
-
-
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    child_ids = encode(child, loaded.tokenizer)
+    shared_by = [common_prefix(child_ids, encode(m, loaded.tokenizer)) for m in (sibling, grandchild)]
+    assert 0 < shared_by[0] < len(child_ids) == shared_by[1]  # a sibling crops, a child extends
 
 
 def test_long_states_are_left_out_and_counted(tiny_model: Path, tmp_path: Path) -> None:

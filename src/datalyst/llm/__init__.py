@@ -28,7 +28,7 @@ from datalyst.llm._registry import load_model, load_tokenizer
 from datalyst.llm._replay import ReplayModel
 from datalyst.llm._source import llama_cpp_source
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
-from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer, wire_messages
+from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer, common_prefix, wire_messages
 
 __all__ = [
     "ADAPTER_GGUF",
@@ -50,6 +50,7 @@ __all__ = [
     "ScoringModel",
     "TokenLogprob",
     "base_weights",
+    "common_prefix",
     "ensure_model",
     "fetch_model",
     "is_cached",

@@ -30,6 +30,7 @@ import numpy as np
 
 from datalyst.llm._base import Completion, SamplingParams, TokenLogprob, find_stop
 from datalyst.llm._gguf import GGUFTokenizer, Spelling
+from datalyst.llm._tokenizer import common_prefix
 
 WAIT_FOR_PREFIX_TOKENS = 32
 """A job waits for a slot that is reading a prompt it shares more than this many more tokens with."""
@@ -175,9 +176,9 @@ class BatchEngine:
                 still_waiting.append(job)
                 continue
             usable, sequence = job.first_output, job.sequence  # the prompt's last token is always read
-            cached = {slot.seq: min(_common(slot.tokens, sequence), usable) for slot in self._slots}
+            cached = {slot.seq: min(common_prefix(slot.tokens, sequence), usable) for slot in self._slots}
             coming = max(
-                (min(_common(slot.tokens + slot.pending, sequence), usable) for slot in self._slots if slot.job),
+                (min(common_prefix(slot.tokens + slot.pending, sequence), usable) for slot in self._slots if slot.job),
                 default=0,
             )
             best = max(self._slots, key=lambda slot: (cached[slot.seq], slot.job is None))
@@ -339,15 +340,6 @@ class BatchEngine:
 def _reading(slot: _Slot) -> bool:
     """The slot's job is still putting its prompt (or the tokens it scores) in the cache."""
     return slot.job is not None and (slot.job.score is not None or not slot.ids)
-
-
-def _common(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _cancelled(job: Job) -> Any:

@@ -173,3 +173,8 @@ def _tojson(
 
 def _strftime_now(format: str) -> str:
     return datetime.now().strftime(format)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading token ids ``a`` and ``b`` share (what a cached sequence saves a new one)."""
+    return next((index for index, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from datalyst.errors import DataFileError
 from datalyst.files import write_atomic
-from datalyst.llm import ChatMessage, ChatTokenizer
+from datalyst.llm import ChatMessage, ChatTokenizer, common_prefix
 from datalyst.train._checkpoints import finish_run, start_run
 from datalyst.train._data import Example, step_batch, steps_per_epoch
 from datalyst.train._log import plot_curve, read_log
@@ -216,7 +216,7 @@ class LoadedScorer:
 
     def _extend(self, ids: tuple[int, ...]) -> _Prefix:
         """``ids``' cache and running sums: a cached conversation's, cut to what it shares and run on from there."""
-        shared, base = max(((_common(ids, key), prefix) for key, prefix in self._prefixes.items()),
+        shared, base = max(((common_prefix(ids, key), prefix) for key, prefix in self._prefixes.items()),
                            key=lambda pair: pair[0], default=(0, None))  # fmt: skip
         shared = min(shared, len(ids) - 1)  # at least one token runs: a cache holds no hidden state to reuse
         cache = None
@@ -243,14 +243,6 @@ class _Prefix:
     """The backbone's key/value cache of a scored conversation."""
     sums: Tensor
     """``(T, H)``: row ``t`` is the sum of the last hidden states of tokens ``0..t``."""
-
-
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    """The length of the longest common prefix of ``a`` and ``b``."""
-    for index, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return index
-    return min(len(a), len(b))
 
 
 def _model_folder(path: Path, name: str) -> Path:
