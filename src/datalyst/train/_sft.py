@@ -32,6 +32,7 @@ from datalyst.train._logprobs import token_logprobs
 from datalyst.train._loop import train_steps
 from datalyst.train._policy import LoraOptions, load_policy, pad_id, save_weights, trainable_parameters
 from datalyst.train._runtime import Runtime, release_memory, start_runtime
+from datalyst.train._schedules import rate_scale
 
 Precision = Literal["auto", "bf16", "fp32"]
 
@@ -136,13 +137,12 @@ def collate(group: Sequence[Example], *, pad_id: int, torch: Any) -> tuple[Any, 
 
 
 def cosine_with_warmup(optimizer: Any, *, warmup_ratio: float, total: int) -> Any:
-    """Linear warm-up to the optimizer's rate over the first ``warmup_ratio`` of ``total`` steps (rounded up),
-    then cosine decay to 0 at ``total``."""
-    from transformers import get_cosine_schedule_with_warmup
+    """:func:`rate_scale` as a torch scheduler, warming up over the first ``warmup_ratio`` of ``total`` steps
+    (rounded up)."""
+    from torch.optim.lr_scheduler import LambdaLR
 
-    return get_cosine_schedule_with_warmup(
-        optimizer, num_warmup_steps=math.ceil(warmup_ratio * total), num_training_steps=total
-    )
+    warmup = math.ceil(warmup_ratio * total)
+    return LambdaLR(optimizer, lambda step: rate_scale(step, total, warmup))
 
 
 def _finish(
