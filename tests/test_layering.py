@@ -16,7 +16,7 @@ ALLOWED = {
     "llm": set(),
     "tasks": {"data"},
     "agent": {"llm", "sandbox", "data", "tasks"},
-    "judge": {"llm", "tasks"},
+    "judge": {"llm", "tasks", "sandbox"},
     "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "curate": {"agent", "tasks", "judge", "llm", "synth"},
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge", "search", "train"},

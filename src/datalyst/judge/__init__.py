@@ -1,6 +1,7 @@
 """Judges for benchmark answers: the official InfiAgent-DABench and TableBench scorers, SQL execution accuracy,
-result tables, the 3% rule judge for free-form answers and an LLM judge, all behind one protocol
-(:class:`Judge`, chosen for a task by :func:`judge_for`); and DABench's official reformat step."""
+result tables, programs run on unit tests in the sandbox (test cases, HumanEval's check), the 3% rule judge
+for free-form answers and an LLM judge, all behind one protocol (:class:`Judge`, chosen for a task by
+:func:`judge_for`); and DABench's official reformat step."""
 
 from datalyst.judge._agreement import answers_agree, majority_answer
 from datalyst.judge._dabench import (
@@ -15,7 +16,9 @@ from datalyst.judge._dabench import (
     score_responses,
 )
 from datalyst.judge._judges import (
+    CasesJudge,
     DABenchJudge,
+    HumanEvalJudge,
     Judge,
     Judgement,
     LLMJudge,
@@ -25,6 +28,15 @@ from datalyst.judge._judges import (
     judge_for,
 )
 from datalyst.judge._llm import LLMGrader, LLMVerdict, parse_judgement, render_judge_prompt
+from datalyst.judge._programs import (
+    TIME_LIMIT_S,
+    ProgramRun,
+    humaneval_completion,
+    humaneval_program,
+    program_text,
+    run_case,
+    run_program,
+)
 from datalyst.judge._reformat import REFORMAT_SAMPLING, areformat_dabench, reformat_messages
 from datalyst.judge._rule import REL_TOL, ZERO_TOLERANCE, rule_match
 from datalyst.judge._sql import SqlVerdict, csv_match, execution_match, extract_sql, gold_rows
@@ -52,14 +64,18 @@ __all__ = [
     "REFORMAT_SAMPLING",
     "REL_TOL",
     "TABLEBENCH_SUBTYPE_METRICS",
+    "TIME_LIMIT_S",
     "ZERO_TOLERANCE",
+    "CasesJudge",
     "DABenchJudge",
     "DABenchReport",
+    "HumanEvalJudge",
     "Judge",
     "Judgement",
     "LLMGrader",
     "LLMJudge",
     "LLMVerdict",
+    "ProgramRun",
     "QuestionVerdict",
     "RuleJudge",
     "SqlJudge",
@@ -76,6 +92,8 @@ __all__ = [
     "extract_answers",
     "extract_sql",
     "gold_rows",
+    "humaneval_completion",
+    "humaneval_program",
     "is_correct",
     "judge_for",
     "judge_sub_answers",
@@ -85,9 +103,12 @@ __all__ = [
     "parse_final_answer",
     "parse_judgement",
     "parse_tablebench_row",
+    "program_text",
     "reformat_messages",
     "render_judge_prompt",
     "rule_match",
+    "run_case",
+    "run_program",
     "score_responses",
     "score_tablebench",
     "score_tablebench_predictions",

@@ -17,11 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.judge._dabench import judge_sub_answers
 from datalyst.judge._llm import LLMGrader
+from datalyst.judge._programs import (
+    TIME_LIMIT_S,
+    arun_cases,
+    humaneval_completion,
+    humaneval_program,
+    program_text,
+    run_program,
+)
 from datalyst.judge._rule import rule_match
 from datalyst.judge._sql import execution_match, extract_sql
 from datalyst.judge._tablebench import tablebench_item_score, tablebench_prediction
 from datalyst.llm import ChatModel
-from datalyst.tasks import Task
+from datalyst.tasks import Case, Task
 
 
 class Judgement(BaseModel):
@@ -121,8 +129,46 @@ class LLMJudge:
         return _all_or_nothing(verdict.is_correct, verdict.error or verdict.reasoning)
 
 
-def judge_for(task: Task, *, model: ChatModel | None = None) -> Judge:
-    """The judge ``task.judge`` names, holding the task's gold answer; ``model`` grades ``llm``-judged tasks."""
+@dataclass(frozen=True)
+class CasesJudge:
+    """The answer's program must print every case's output from its input; the first failing case is the reason."""
+
+    cases: tuple[Case, ...]
+    require_isolation: bool = True
+
+    async def ajudge(self, answer: str) -> Judgement:
+        runs = await arun_cases(program_text(answer), self.cases, require_isolation=self.require_isolation)
+        failed = [(case, run) for case, run in zip(self.cases, runs, strict=True) if not run.passed]
+        reason = None
+        if failed:
+            case, run = failed[0]
+            reason = f"{len(failed)} of {len(runs)} cases fail; input {case.input!r}: {run.result}"
+        return Judgement(score=float(not failed), correct=not failed, reason=reason,
+                         share=(len(runs) - len(failed)) / len(runs) if runs else 0.0)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HumanEvalJudge:
+    """HumanEval's rule: the prompt, the completion, the test and ``check(entry_point)`` run to the end in 3 s."""
+
+    prompt: str
+    check: str
+    entry_point: str
+    require_isolation: bool = True
+
+    async def ajudge(self, answer: str) -> Judgement:
+        source = humaneval_program(self.prompt, humaneval_completion(self.prompt, answer), self.check,
+                                   self.entry_point)  # fmt: skip
+        run = await asyncio.to_thread(run_program, source, time_limit_s=TIME_LIMIT_S,
+                                      require_isolation=self.require_isolation)  # fmt: skip
+        return _all_or_nothing(run.passed, None if run.passed else run.result)
+
+
+def judge_for(task: Task, *, model: ChatModel | None = None, require_isolation: bool = True) -> Judge:
+    """The judge ``task.judge`` names, holding the task's gold answer; ``model`` grades ``llm``-judged tasks.
+
+    ``require_isolation=False`` lets the judges that run programs do so where the sandbox cannot isolate them.
+    """
     if task.judge == "dabench":
         gold = task.answer if isinstance(task.answer, dict) else {}
         return DABenchJudge({name: str(value) for name, value in gold.items()})
@@ -132,6 +178,14 @@ def judge_for(task: Task, *, model: ChatModel | None = None) -> Judge:
         if not task.files or not task.answer_sql:
             raise DataFileError(f"SQL task {task.id} needs its database in files and a gold query in answer_sql")
         return SqlJudge(task.files[0], task.answer_sql, "rows" if task.judge == "sql" else "columns")
+    if task.judge == "cases":
+        if not task.tests:
+            raise ConfigError(f"task {task.id} is judged by its test cases but has none")
+        return CasesJudge(tuple(task.tests), require_isolation)
+    if task.judge == "humaneval":
+        if not task.check or not task.entry_point:
+            raise ConfigError(f"HumanEval task {task.id} needs its check function and entry point")
+        return HumanEvalJudge(task.question, task.check, task.entry_point, require_isolation)
     if task.judge == "llm":
         if model is None:
             raise ConfigError(f"task {task.id} is judged by a model; give a judge model (--judge-model)")

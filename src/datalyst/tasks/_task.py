@@ -6,14 +6,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-SCHEMA_VERSION = 3
-"""3 added ``solution`` and ``lineage`` (synthesized tasks)."""
+SCHEMA_VERSION = 4
+"""3 added ``solution`` and ``lineage`` (synthesized tasks); 4 added ``tests``, ``check`` and ``entry_point``
+(tasks whose answer is a program)."""
 
-JudgeName = Literal["dabench", "tablebench", "sql", "csv", "rule", "llm"]
+JudgeName = Literal["dabench", "tablebench", "sql", "csv", "rule", "llm", "cases", "humaneval"]
 """How an answer is checked: ``dabench`` (official ``@name[value]`` rules), ``tablebench``
 (official EM / ROUGE-L by question type), ``sql`` (execution accuracy of a predicted query),
 ``csv`` (a result table compared column by column), ``rule`` (the deterministic 3% rule),
-``llm`` (a judge model)."""
+``llm`` (a judge model), ``cases`` (a program run on unit-test cases), ``humaneval`` (a completed function
+run against the task's ``check``, HumanEval's rules)."""
+
+
+class Case(BaseModel):
+    """One unit test of a program: what it reads on standard input and what it must print."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str
+    output: str
 
 
 class Lineage(BaseModel):
@@ -58,5 +69,12 @@ class Task(BaseModel):
     source: str | None = None
     """Where the task comes from (a benchmark name, a synthesis run)."""
     solution: str | None = None
-    """A canonical Python solution that prints the answer (synthesized tasks), run to obtain ``answer``."""
+    """A canonical Python solution: for a synthesized task, code that prints the answer (run to obtain
+    ``answer``); for a HumanEval problem, the canonical completion of the prompt."""
     lineage: Lineage | None = None
+    tests: list[Case] = []
+    """Hidden unit tests of the program the task asks for (``judge="cases"``)."""
+    check: str | None = None
+    """HumanEval: code that defines ``check(candidate)``, run after the prompt and the completion."""
+    entry_point: str | None = None
+    """HumanEval: the name of the function ``check`` is called with."""
