@@ -465,3 +465,31 @@ def test_opening_names_the_libraries_the_sandbox_has(dialect):
     system, _ = dialect.opening(_context(has_database=False))
     for library in ("pandas", "scipy", "sklearn", "statsmodels", "seaborn"):
         assert library in system
+
+
+# --- the program dialect (programming tasks) -----------------------------------------------------
+
+
+def test_a_program_turn_answers_with_its_first_code_block():
+    program = get_dialect("program")
+    code = "n = int(input())\nprint(n * n)"
+    text = f"Read n, print its square.\n{FENCE}python\n{code}\n{FENCE}\nThat is all.{FENCE}x{FENCE}"
+    step = program.parse(text)
+    assert (step.kind, step.thought, step.answer) == (ActionKind.ANSWER, "Read n, print its square.", code)
+    assert text[: program.action_end(text)].endswith(f"print(n * n)\n{FENCE}")
+    assert program.parse(program.render(step)) == step
+    assert program.parse("I am not sure how.").kind == ActionKind.VOID
+    assert FENCE in program.void_feedback()
+    assert program.observation("\nInput 3: expected 9, got 6.\n") == "Input 3: expected 9, got 6."
+
+
+def test_the_program_prompt_fits_the_kind_of_test():
+    program = get_dialect("program")
+    stub = 'def inc(x: int) -> int:\n    """One more than x."""\n'
+    check = "def check(f):\n    assert f(1) == 2"
+    humaneval = Task(id="h", question=stub, judge="humaneval", check=check, entry_point="inc")
+    system, user = program.opening(PromptContext(task=humaneval, file_names=[], file_info=""))
+    assert "Complete the function" in system and user == f"{FENCE}python\n{stub.strip()}\n{FENCE}"
+    problem = Task(id="s", question="Print the n-th prime.", judge="cases")
+    system, user = program.opening(PromptContext(task=problem, file_names=[], file_info=""))
+    assert "standard input" in system and user == "Print the n-th prime."

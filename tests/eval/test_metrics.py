@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from datalyst.eval import Verdict, bootstrap, paired_difference, pass_rates
-from datalyst.eval._metrics import score_matrix
+from datalyst.eval._metrics import score_matrix, unbiased_pass_at_k
 
 
 def verdicts(table: dict[str, list[float]]) -> list[Verdict]:
@@ -78,3 +78,16 @@ def test_paired_difference_of_one_flip_is_not_significant():
     diff = paired_difference(a, b)
     assert diff.delta.value == pytest.approx(1 / 40)
     assert diff.p_value > 0.4  # a single sign: half of the flips are as extreme
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (10, 3, 1, 0.3),  # c / n
+        (10, 3, 5, 1 - 21 / 252),  # 1 - C(7, 5) / C(10, 5)
+        (10, 6, 5, 1.0),  # fewer than k wrong samples: some draw of k always holds a right one
+        (5, 0, 1, 0.0),
+    ],
+)
+def test_the_unbiased_estimator_matches_its_closed_form(n, c, k, expected):
+    assert unbiased_pass_at_k(n, c, k) == pytest.approx(expected)

@@ -11,7 +11,7 @@ from datalyst.errors import ConfigError
 from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval, score_run
 from datalyst.llm import ReplayModel
 from datalyst.paths import benchmarks_dir
-from datalyst.tasks import load_bird, load_dabench, write_tasks
+from datalyst.tasks import load_bird, load_dabench, load_humaneval, write_tasks
 
 # Every conversation follows this script: one cell, then the right answer to DABench question 0
 # (mean fare 34.65), which is wrong for every other question.
@@ -173,3 +173,28 @@ def test_shards_share_a_run_and_nothing_runs_twice(tmp_path, dabench_tables):
     assert model.calls == [] and report.dialects[0].behaviour.n_trajectories == 6
     with pytest.raises(ConfigError, match="shard 2/2"):
         run_eval(config(), out, model, shard=(2, 2), progress=False)
+
+
+def test_humaneval_runs_in_the_program_dialect_with_the_official_estimator(tmp_path):
+    path = benchmarks_dir() / "humaneval" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        pytest.skip("HumanEval not found")
+    first = load_humaneval(path)[:3]
+    three = tmp_path / "three.jsonl"
+    rows = [{"task_id": t.id, "prompt": t.question, "canonical_solution": t.solution, "test": t.check,
+             "entry_point": t.entry_point} for t in first]  # fmt: skip
+    three.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    # the whole of problem 0's function, in a fence: right for problem 0 only
+    answer = f"It checks every pair.\n```python\n{first[0].question}{first[0].solution}```\n"
+    report = run_eval(
+        config(bench="humaneval", bench_path=str(three), subset=None, dialects=["program"]),
+        tmp_path / "humaneval",
+        ReplayModel([answer], per_turn=True),
+        progress=False,
+    )
+    [dialect] = report.dialects
+    assert dialect.rates.pass_at_1.value == pytest.approx(1 / 3)
+    assert dialect.humaneval_official == {"pass@1": pytest.approx(1 / 3)}  # 2 trials: pass@10 is not reported
+    assert dialect.behaviour.mean_turns == 1.0 and dialect.behaviour.answered_rate == 1.0
+    markdown = (tmp_path / "humaneval" / "report.md").read_text()
+    assert "## HumanEval (official unbiased pass@k over the trials)" in markdown

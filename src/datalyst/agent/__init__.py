@@ -2,7 +2,7 @@
 
 from datalyst.agent._agent import Agent, AgentConfig, AgentState, Guidance, PendingSandbox, build_context
 from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
-from datalyst.agent._dialects import DIALECTS, get_dialect
+from datalyst.agent._dialects import DIALECTS, PROGRAM, get_dialect
 from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_notebook
 from datalyst.agent._rollout import RolloutSummary, rollout, rollout_groups
 from datalyst.agent._store import finished_ids, read_trajectories
@@ -11,6 +11,7 @@ from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, 
 
 __all__ = [
     "DIALECTS",
+    "PROGRAM",
     "SCHEMA_VERSION",
     "ActionKind",
     "Agent",

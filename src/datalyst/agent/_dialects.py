@@ -1,4 +1,5 @@
-"""The three turn formats of docs/ARCHITECTURE (datamind, jupiter, datarus) and `get_dialect`.
+"""The three turn formats of docs/ARCHITECTURE (datamind, jupiter, datarus), the ``program`` format of
+programming tasks, and `get_dialect`.
 
 Each dialect writes its opening prompt from ``prompts/<name>.yaml`` and reads a model
 turn back with the tolerant helpers of `_parsing`. The reading rules every dialect shares:
@@ -41,6 +42,9 @@ from datalyst.errors import ConfigError
 from datalyst.prompts import prompt_templates
 
 DIALECTS = ("datamind", "jupiter", "datarus")
+"""The turn formats of data analysis."""
+PROGRAM = "program"
+"""The turn format of programming tasks (sequence problems, HumanEval)."""
 
 
 def _templates(name: str) -> dict[str, jinja2.Template]:
@@ -305,15 +309,40 @@ class DatarusDialect(_PromptedDialect):
         return f"<observation>\n{body}\n</observation>"
 
 
+class ProgramDialect(_PromptedDialect):
+    """A plan, then one ```python block that is the turn's answer: the program or function a task asks for.
+
+    Nothing runs in the agent's sandbox: the task's judge runs the program on its tests. A correction loop
+    sends feedback on a failed program back as plain text.
+    """
+
+    name = PROGRAM
+    stop = ()
+
+    def _read(self, completion: str) -> tuple[Step, int]:
+        fences = python_fences(completion)
+        if not fences:
+            return Step(thought=completion.strip()), len(completion)
+        return Step(thought=completion[: fences[0].start].strip(), answer=fences[0].code), fences[0].end
+
+    def render(self, step: Step) -> str:
+        block = f"{FENCE}python\n{step.answer}\n{FENCE}" if step.answer is not None else ""
+        return "\n\n".join(part for part in (step.thought, block) if part)
+
+    def observation(self, text: str) -> str:
+        return text.strip("\n")
+
+
 _CLASSES: dict[str, Callable[[], Dialect]] = {
     "datamind": DataMindDialect,
     "jupiter": JupiterDialect,
     "datarus": DatarusDialect,
+    PROGRAM: ProgramDialect,
 }
 
 
 def get_dialect(name: str) -> Dialect:
-    """The dialect called `name` (one of `DIALECTS`).
+    """The dialect called `name` (one of `DIALECTS`, or `PROGRAM`).
 
     Raises:
         ConfigError: no dialect has that name.
@@ -323,5 +352,5 @@ def get_dialect(name: str) -> Dialect:
     """
     cls = _CLASSES.get(name.strip().lower())
     if cls is None:
-        raise ConfigError(f"unknown dialect {name!r}: choose one of {', '.join(DIALECTS)}")
+        raise ConfigError(f"unknown dialect {name!r}: choose one of {', '.join(_CLASSES)}")
     return cls()

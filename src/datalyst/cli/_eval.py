@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from datalyst.agent import DIALECTS, AgentConfig, get_dialect
+from datalyst.agent import DIALECTS, PROGRAM, AgentConfig, get_dialect
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
@@ -54,7 +54,10 @@ def run_command(
     model: Annotated[str | None, typer.Option(help="Model spec, e.g. embedded:small, openai:NAME@URL.")] = None,
     dialect: Annotated[
         list[str] | None,
-        typer.Option(help=f"Turn format ({', '.join(DIALECTS)}); repeat for several. [default: datamind]"),
+        typer.Option(
+            help=f"Turn format ({', '.join(DIALECTS)}; {PROGRAM} for programming tasks such as humaneval); "
+            "repeat for several. [default: datamind]"
+        ),
     ] = None,
     strategy: Annotated[
         str, typer.Option(help="react (one trajectory), vote (the majority of --votes) or mcts (tree search).")

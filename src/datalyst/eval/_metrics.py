@@ -61,6 +61,28 @@ class Behaviour(BaseModel):
     terminations: dict[str, int]
 
 
+def unbiased_pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of ``k`` samples drawn from ``n`` (``c`` of them right) is right:
+    ``1 - C(n - c, k) / C(n, k)``, computed as HumanEval's harness does, as a product."""
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+HUMANEVAL_KS = (1, 10, 100)
+"""The k of HumanEval's harness, each reported only where every problem has at least k samples."""
+
+
+def humaneval_pass_at_k(verdicts: Sequence[Verdict]) -> dict[str, float]:
+    """HumanEval's figures: the mean over problems of the unbiased pass@k, for each k every problem reaches."""
+    _, matrix = score_matrix(verdicts)
+    if matrix.size == 0:
+        return {}
+    n, correct = matrix.shape[1], (matrix == 1.0).sum(axis=1)
+    return {f"pass@{k}": float(np.mean([unbiased_pass_at_k(n, int(c), k) for c in correct]))
+            for k in HUMANEVAL_KS if k <= n}  # fmt: skip
+
+
 def score_matrix(verdicts: Sequence[Verdict]) -> tuple[list[str], np.ndarray]:
     """Task ids and a tasks x trials matrix of scores (a missing trial counts 0)."""
     task_ids = sorted({v.task_id for v in verdicts}, key=_natural)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from datalyst import __version__
 from datalyst.agent import Trajectory, to_html
 from datalyst.eval._config import EvalConfig
-from datalyst.eval._metrics import Behaviour, PassRates, behaviour, pass_rates
+from datalyst.eval._metrics import Behaviour, PassRates, behaviour, humaneval_pass_at_k, pass_rates
 from datalyst.eval._verdicts import Verdict
 from datalyst.files import write_atomic
 from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
@@ -56,6 +56,8 @@ class DialectReport(BaseModel):
     ``reformatted`` ones (the official protocol)."""
     tablebench_official: dict[str, float] | None = None
     """TableBench's own figures (per-type metric, overall mix, Parse@1; mean over trials)."""
+    humaneval_official: dict[str, float] | None = None
+    """HumanEval's unbiased pass@k over the trials (k = 1, 10, 100 where every problem has k samples)."""
     failures: list[str]
     """Pages of the trajectories that were not fully right, relative to the run folder."""
 
@@ -96,6 +98,7 @@ def build_report(
                 by_category=_grouped(mine, lambda v: by_id[v.task_id].category, config.seed),
                 dabench=_dabench_figures(tasks, runs, mine, config, reformatted),
                 **_tablebench_view(tasks, runs, config.trials, config.seed),
+                humaneval_official=humaneval_pass_at_k(mine) if _all_judged(tasks, "humaneval") else None,
                 failures=[failure_page(v) for v in mine if not v.correct],
             )
         )
@@ -107,6 +110,10 @@ def build_report(
         n_tasks=len(tasks),
         dialects=dialects,
     )
+
+
+def _all_judged(tasks: Sequence[Task], judge: str) -> bool:
+    return bool(tasks) and all(task.judge == judge for task in tasks)
 
 
 def failure_page(verdict: Verdict) -> str:
@@ -278,6 +285,11 @@ def render_markdown(report: EvalReport) -> str:
             values = d.tablebench_official or {}
             lines.append(f"| {d.dialect} | " + " | ".join(f"{values.get(n, 0.0):.2f}" for n in names) + " |")
         lines += ["", "Unanswered questions count as wrong; chart questions are not part of these runs."]
+    if any(d.humaneval_official for d in report.dialects):
+        lines += ["", "## HumanEval (official unbiased pass@k over the trials)", ""]
+        for d in report.dialects:
+            figures = (d.humaneval_official or {}).items()
+            lines.append(f"- {d.dialect}: " + ", ".join(f"{name} {100 * value:.1f}%" for name, value in figures))
     lines += ["", "## Failed trajectories", ""]
     for d in report.dialects:
         links = ", ".join(f"[{Path(page).stem}]({page})" for page in d.failures)

@@ -144,7 +144,12 @@ async def ascore_run(
         reformatted = await areformat_run(
             out_dir, trajectories, config.reformat_model, reformat_model, concurrency=config.concurrency
         )
-    verdicts = await ajudge_trajectories(trajectories, judge_model=judge_model, reformatted=reformatted)
+    verdicts = await ajudge_trajectories(
+        trajectories,
+        judge_model=judge_model,
+        reformatted=reformatted,
+        require_isolation=config.agent.require_isolation,
+    )
     write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
     costs = strategy_costs(out_dir, config, trajectories)
     report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts, costs, reformatted)

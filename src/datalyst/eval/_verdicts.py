@@ -38,12 +38,14 @@ async def ajudge_trajectories(
     judge_model: ChatModel | None = None,
     reformatted: Mapping[tuple[str, str], str] | None = None,
     concurrency: int = 8,
+    require_isolation: bool = True,
 ) -> list[Verdict]:
     """A verdict for every trajectory by its task's judge (:func:`judge_for`); one without an answer scores 0.
 
     ``judge_model`` grades the tasks judged by a model; at most ``concurrency`` answers are judged at once.
     ``reformatted`` maps (dialect, trajectory id) to the reformatted answer of each answered DABench
-    trajectory; with it, DABench verdicts carry ``reformatted_score`` too.
+    trajectory; with it, DABench verdicts carry ``reformatted_score`` too. ``require_isolation=False`` lets
+    judges that run programs (HumanEval, test cases) do so where the sandbox cannot isolate them.
     """
     limit = asyncio.Semaphore(concurrency)
 
@@ -53,7 +55,7 @@ async def ajudge_trajectories(
         judgement = Judgement(score=0.0, correct=False, reason=unanswered)
         reformatted_score = 0.0 if reformatted is not None and task.judge == "dabench" else None
         if answer:
-            judge = judge_for(task, model=judge_model)
+            judge = judge_for(task, model=judge_model, require_isolation=require_isolation)
             async with limit:
                 judgement = await judge.ajudge(answer)
                 if reformatted_score is not None:
