@@ -19,6 +19,7 @@ from datalyst.synth import (
     DatasetOptions,
     FileOptions,
     QueryOptions,
+    SequenceOptions,
     SqlOptions,
     TaskSummary,
     TemplateOptions,
@@ -26,6 +27,7 @@ from datalyst.synth import (
     collect_files,
     make_dataset_tasks,
     make_query_tasks,
+    make_sequence_tasks,
     make_sql_tasks,
     make_template_tasks,
     sample_by_category,
@@ -175,6 +177,26 @@ def datasets_command(
         if writer is not None:
             asyncio.run(writer.aclose())
     _print_summary(summary, unit="datasets")
+
+
+@synth_app.command("sequences")
+def sequences_command(
+    out: Annotated[Path, typer.Option(help="Sequence problems (JSONL); running again resumes.")],
+    count: Annotated[int, typer.Option(help="Sequences drawn, the six families taking turns.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the drawn sequences, examples and test cases.")] = 0,
+    guide: Annotated[
+        str | None, typer.Option(help="A guiding model that checks each statement by predicting its examples.")
+    ] = None,
+) -> None:
+    """Make programming problems that ask for the general term of integer sequences, with hidden test cases."""
+    options = parse_options(SequenceOptions, count=count, seed=seed)
+    guide_model = load_model(str(resolve_spec(guide))) if guide is not None else None
+    try:
+        summary = make_sequence_tasks(out, guide=guide_model, options=options)
+    finally:
+        if guide_model is not None:
+            asyncio.run(guide_model.aclose())
+    _print_summary(summary, unit="sequences")
 
 
 @synth_app.command("show")

@@ -1,4 +1,5 @@
-"""Task synthesis: questions about real data files, with answers computed by running code where possible."""
+"""Task synthesis: questions about real data files, with answers computed by running code where possible, and
+programming problems about integer sequences with exact test cases."""
 
 from datalyst.synth import _chains  # noqa: F401  (registers the composed template)
 from datalyst.synth._challenges import DOMAINS, FAMILIES, Domain, Family
@@ -16,6 +17,8 @@ from datalyst.synth._files import (
 )
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._queries import QueryOptions, clean_format, make_query_tasks
+from datalyst.synth._sequence_problems import SequenceOptions, make_sequence_tasks
+from datalyst.synth._sequences import Sequence, draw_sequences
 from datalyst.synth._show import sample_by_category, tasks_html
 from datalyst.synth._sql import SqlOptions, make_sql_tasks
 from datalyst.synth._stage import TaskSummary
@@ -34,6 +37,8 @@ __all__ = [
     "Funnel",
     "QueryOptions",
     "Rejection",
+    "Sequence",
+    "SequenceOptions",
     "SourceFile",
     "SqlOptions",
     "TaskSummary",
@@ -42,9 +47,11 @@ __all__ = [
     "category",
     "clean_format",
     "collect_files",
+    "draw_sequences",
     "find_data_files",
     "make_dataset_tasks",
     "make_query_tasks",
+    "make_sequence_tasks",
     "make_sql_tasks",
     "make_template_tasks",
     "read_source_files",

@@ -108,7 +108,7 @@ def recurrence(rng: random.Random) -> Sequence:
             values.append(sum(c * values[-1 - i] for i, c in enumerate(coefficients)))
         return values[n]
 
-    previous = " + ".join(f"{c}*a(n-{i + 1})" for i, c in enumerate(coefficients)).replace("+ -", "- ")
+    previous = _combination(coefficients, [f"a(n-{i + 1})" for i in range(order)])
     starts = ", ".join(f"a({i}) = {v}" for i, v in enumerate(start))
     if inductive:
         definition = (f"Each term from a({order}) on is a fixed integer combination of the {order} terms "
@@ -119,8 +119,10 @@ def recurrence(rng: random.Random) -> Sequence:
     def why(n: int) -> str:
         if n < order:
             return f"a({n}) = {start[n]} is one of the starting values"
-        parts = " + ".join(f"{c}*{term(n - i - 1)}" for i, c in enumerate(coefficients)).replace("+ -", "- ")
-        return f"a({n}) = {parts} = {term(n)}"
+        earlier = [f"a({n - i - 1})" for i in range(order)]
+        known = [term(n - i - 1) for i in range(order)]
+        values = _combination(coefficients, [str(v) if v >= 0 else f"({v})" for v in known], times="*")
+        return f"a({n}) = {_combination(coefficients, earlier)} = {values} = {term(n)}"
 
     return Sequence(
         id=f"recurrence.{'.'.join(map(str, coefficients))}.s{'.'.join(map(str, start))}",
@@ -132,6 +134,16 @@ def recurrence(rng: random.Random) -> Sequence:
         inductive=inductive,
         why=None if inductive else why,
     )
+
+
+def _combination(coefficients: list[int], terms: list[str], times: str = "") -> str:
+    """``2a(n-1) - a(n-2)``: each term with its coefficient, a coefficient of 1 or -1 left implicit."""
+    text = ""
+    for c, term in zip(coefficients, terms, strict=True):
+        sign = "-" if c < 0 else "+"
+        factor = "" if abs(c) == 1 else f"{abs(c)}{times}"
+        text += f" {sign} {factor}{term}" if text else f"{'-' if c < 0 else ''}{factor}{term}"
+    return text
 
 
 # ---- catalogues: named sequences with known definitions
