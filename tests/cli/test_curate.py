@@ -100,3 +100,21 @@ def test_expert_then_judge(datalyst, tmp_path, examples_dir):
     assert json.loads((run / "run.json").read_text())["expert"]["error_share"] == 0.25
     done = datalyst("curate", "judge", str(run))
     assert done.returncode == 0 and "ground_truth: 1 of 1 tasks passed" in done.stderr
+
+
+def test_synthesized_sequences_then_correction_chains(datalyst, replay_spec, tmp_path):
+    problems = tmp_path / "sequences.jsonl"
+    done = datalyst("synth", "sequences", "--out", str(problems), "--count", "3", "--seed", "1")
+    assert done.returncode == 0, done.stderr
+    assert "3 tasks from 3 of 3 sequences" in done.stderr
+    # a worker that always prints 0 fails every problem: each chain makes its first program and one correction
+    worker = replay_spec(["Start simple.\n```python\nprint(0)\n```"] * 2, per_turn=True)
+    run = tmp_path / "chains"
+    done = datalyst("curate", "sequences", str(problems), "--out", str(run), "--model", worker, "--rounds", "1")
+    assert done.returncode == 0, done.stderr
+    assert "3 chains: 0 (0.0%) passed at once, 0 (0.0%) after corrections" in done.stderr
+    chains = read_trajectories(run / "samples.jsonl")
+    assert len(chains) == 3 and all(len(chain.turns) == 2 for chain in chains)
+    assert all(chain.turns[0].observation.startswith("Your program fails a test case.") for chain in chains)
+    refused = datalyst("curate", "sequences", str(tmp_path / "none.jsonl"), "--out", str(run), "--model", worker)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr

@@ -86,7 +86,7 @@ def test_the_cases_judge_reports_the_first_failing_case_and_the_share_passed():
     judge = CasesJudge((Case(input="1", output="1"), Case(input="2", output="4"), Case(input="3", output="9")))
     judgement = asyncio.run(judge.ajudge("```python\nn = int(input())\nprint(n if n < 3 else n * n)\n```"))
     assert (judgement.correct, judgement.share) == (False, pytest.approx(2 / 3))
-    assert judgement.reason == "1 of 3 cases fail; input '2': wrong output"
+    assert judgement.reason == "2 of 3 test cases pass; input '2': wrong output"
     assert asyncio.run(judge.ajudge("print(int(input()) ** 2)")).correct
 
 

@@ -19,7 +19,10 @@ from datalyst.cli._synth import parse_options
 from datalyst.curate import (
     DATARUS_MIX,
     EXPERT_SPEC,
+    WORKER_SAMPLING,
+    ChainSummary,
     ConsistencyJudge,
+    CorrectionOptions,
     Decontaminator,
     ExpertAgent,
     ExpertOptions,
@@ -32,6 +35,7 @@ from datalyst.curate import (
     Strategy,
     Stratum,
     build_report,
+    correct_programs,
     expert_tasks,
     export_examples,
     export_sharegpt,
@@ -99,6 +103,51 @@ def sample_command(
         console.print(f"wrote {summary.written} trajectories ({ends or 'none'}), {summary.skipped} done before")
 
     asyncio.run(go())
+
+
+@curate_app.command("sequences")
+def sequences_command(
+    tasks: Annotated[
+        list[Path], typer.Argument(help="Programming problems (`synth sequences` output).", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="Run folder; running again resumes.")],
+    model: Annotated[str | None, typer.Option(help="The working model that writes the programs.")] = None,
+    guide: Annotated[
+        str | None, typer.Option(help="The model that explains failing programs. [default: the working model]")
+    ] = None,
+    rounds: Annotated[int, typer.Option(help="Corrections a chain may make after its first program.")] = 3,
+    limit: Annotated[int | None, typer.Option(help="Only this many problems of each file, drawn by seed.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the drawn problems and of sampling.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Chains at once.")] = 2,
+    allow_unisolated: AllowUnisolated = False,
+) -> None:
+    """Self-correction chains (CodeSeq): each failing program gets its failing case and the guide's explanation
+    back, up to --rounds times; chains that end passing are kept for `curate export`."""
+    chosen = [task for path in tasks for task in drawn(read_tasks(path), limit, seed) if task.judge == "cases"]
+    if not chosen:
+        raise ConfigError("no problem with test cases in those files; make some with `datalyst synth sequences`")
+    sampling = WORKER_SAMPLING.model_copy(update={"seed": seed})
+    options = parse_options(CorrectionOptions, rounds=rounds, sampling=sampling)
+    worker_spec = str(resolve_spec(model))
+    guide_spec = str(resolve_spec(guide)) if guide else worker_spec
+
+    async def go() -> ChainSummary:
+        async with AsyncExitStack() as stack:
+            worker = await stack.enter_async_context(ManagedModel(worker_spec))
+            explainer = (
+                worker if guide_spec == worker_spec else await stack.enter_async_context(ManagedModel(guide_spec))
+            )
+            return await correct_programs(chosen, [str(p.resolve()) for p in tasks], RunFolder(out), worker, explainer,
+                                          options=options, concurrency=concurrency,
+                                          require_isolation=not allow_unisolated)  # fmt: skip
+
+    summary = asyncio.run(go())
+
+    def share(n: int) -> str:
+        return f"{n} ({100 * n / max(summary.chains, 1):.1f}%)"
+
+    console.print(f"{summary.chains} chains: {share(summary.first_try)} passed at once, {share(summary.passed)} "
+                  f"after corrections (mean {summary.mean_rounds:.2f} rounds); {summary.failed} broke")  # fmt: skip
 
 
 @curate_app.command("expert")

@@ -12,6 +12,14 @@ from datalyst.curate._consistency import (
     LLMConsistency,
     RuleConsistency,
 )
+from datalyst.curate._corrections import (
+    WORKER_SAMPLING,
+    ChainSummary,
+    CorrectingAgent,
+    CorrectionOptions,
+    correct_programs,
+    summarize_chains,
+)
 from datalyst.curate._decontaminate import BENCHMARK_QUESTION, BENCHMARK_TABLE, Decontaminator
 from datalyst.curate._dedup import Duplicate, deduplicate
 from datalyst.curate._expert import EXPERT_SPEC, ExpertAgent, ExpertOptions, expert_tasks
@@ -40,12 +48,16 @@ __all__ = [
     "KEEP",
     "MISTAKES",
     "OVERTHINKING_VERSION",
+    "WORKER_SAMPLING",
     "Agreement",
     "AnswerLengthCheck",
     "Attempt",
     "CategoryRate",
+    "ChainSummary",
     "Check",
     "ConsistencyJudge",
+    "CorrectingAgent",
+    "CorrectionOptions",
     "Curated",
     "CurationReport",
     "Decontaminator",
@@ -73,6 +85,7 @@ __all__ = [
     "Stratum",
     "Verdict",
     "build_report",
+    "correct_programs",
     "deduplicate",
     "expert_tasks",
     "export_examples",
@@ -98,6 +111,7 @@ __all__ = [
     "select",
     "split_solution",
     "stratum",
+    "summarize_chains",
     "with_agreed_answer",
     "workflow_text",
     "write_report",

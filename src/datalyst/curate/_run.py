@@ -24,7 +24,7 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["sample", "expert"]
+    source: Literal["sample", "expert", "corrections"]
     tasks: list[str]
     """The task files the trajectories answer."""
     model: str
@@ -38,6 +38,10 @@ class RunConfig(BaseModel):
     """Refined workflows by category name, used instead of the taxonomy's."""
     expert: ExpertOptions | None = None
     """How the offline expert plays (``source="expert"``)."""
+    guide: str | None = None
+    """The model that explains failing programs (``source="corrections"``, ``curate sequences``)."""
+    rounds: int | None = None
+    """Corrections a chain may make (``source="corrections"``)."""
     seed: int = 0
 
 

@@ -20,6 +20,7 @@ from datalyst.judge._llm import LLMGrader
 from datalyst.judge._programs import (
     TIME_LIMIT_S,
     arun_cases,
+    cases_summary,
     humaneval_completion,
     humaneval_program,
     program_text,
@@ -138,13 +139,10 @@ class CasesJudge:
 
     async def ajudge(self, answer: str) -> Judgement:
         runs = await arun_cases(program_text(answer), self.cases, require_isolation=self.require_isolation)
-        failed = [(case, run) for case, run in zip(self.cases, runs, strict=True) if not run.passed]
-        reason = None
-        if failed:
-            case, run = failed[0]
-            reason = f"{len(failed)} of {len(runs)} cases fail; input {case.input!r}: {run.result}"
-        return Judgement(score=float(not failed), correct=not failed, reason=reason,
-                         share=(len(runs) - len(failed)) / len(runs) if runs else 0.0)  # fmt: skip
+        passed = sum(run.passed for run in runs)
+        right = passed == len(runs)
+        reason = None if right else cases_summary(self.cases, runs)
+        return Judgement(score=float(right), correct=right, reason=reason, share=passed / len(runs) if runs else 0.0)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from datalyst.sandbox import ExecResult, Limits, Sandbox
+from datalyst.sandbox import CellError, ExecResult, Limits, Sandbox
 from datalyst.tasks import Case
 
 TIME_LIMIT_S = 3.0
@@ -95,3 +95,25 @@ def humaneval_completion(prompt: str, answer: str) -> str:
 async def arun_cases(source: str, cases: Sequence[Case], *, require_isolation: bool = True) -> list[ProgramRun]:
     """Every case in turn, each in its own sandbox (off the event loop)."""
     return [await asyncio.to_thread(run_case, source, case, require_isolation=require_isolation) for case in cases]
+
+
+def first_failing(cases: Sequence[Case], runs: Sequence[ProgramRun]) -> tuple[Case, ProgramRun] | None:
+    return next(((case, run) for case, run in zip(cases, runs, strict=True) if not run.passed), None)
+
+
+def cases_summary(cases: Sequence[Case], runs: Sequence[ProgramRun]) -> str:
+    """``2 of 3 test cases pass; input '7': wrong output`` (the first failing case, when one fails)."""
+    text = f"{sum(run.passed for run in runs)} of {len(runs)} test cases pass"
+    if (failing := first_failing(cases, runs)) is not None:
+        case, run = failing
+        text += f"; input {case.input.strip()!r}: {run.result}"
+    return text
+
+
+def cases_result(cases: Sequence[Case], runs: Sequence[ProgramRun]) -> ExecResult:
+    """A program's run on its cases as a cell's result (for a trajectory's turn): ok when every case passes,
+    else a ``TestFailure`` naming the first failing case."""
+    failing = first_failing(cases, runs)
+    if failing is None:
+        return ExecResult(stdout=cases_summary(cases, runs))
+    return ExecResult(stdout=failing[1].stdout, error=CellError(ename="TestFailure", evalue=cases_summary(cases, runs)))
