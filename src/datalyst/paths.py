@@ -24,3 +24,10 @@ def benchmarks_dir() -> Path:
 def dabench_dir() -> Path:
     """The InfiAgent-DABench folder (``questions.jsonl``, ``labels.jsonl``, ``tables/``)."""
     return benchmarks_dir() / "dabench"
+
+
+def notebooks_dir() -> Path:
+    """``$DATALYST_NOTEBOOKS``, else the ``shared/notebooks`` folder beside a source checkout (notebook mining)."""
+    if override := os.environ.get("DATALYST_NOTEBOOKS"):
+        return Path(override)
+    return Path(__file__).resolve().parents[3] / "shared" / "notebooks"
