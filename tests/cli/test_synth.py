@@ -111,3 +111,20 @@ def test_synth_queries_and_datasets_run_from_the_command_line(datalyst, replay_s
     assert "of 10 datasets" in done.stderr and len(datasets.read_text().splitlines()) >= 8
     bad = datalyst("synth", "queries", str(files), "--out", str(queries), "--rounds", "9")
     assert bad.returncode == 2 and bad.stderr.startswith("error: --rounds:")
+
+
+def test_synth_notebooks_prints_its_funnel(datalyst, replay_spec, tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    folder = tmp_path / "notebooks" / "repo"
+    folder.mkdir(parents=True)
+    cell = new_code_cell("import pandas as pd\ndf = pd.read_csv('data.csv')", execution_count=1)
+    nbformat.write(new_notebook(cells=[cell]), folder / "short.ipynb")
+    done = datalyst("synth", "notebooks", str(tmp_path / "notebooks"), "--out", str(tmp_path / "mined.jsonl"),
+                    "--model", replay_spec([]), "--map", "owner/repo=" + str(folder))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "1 notebooks: dropped short_code 1; 0 over the caps; 0 mined" in done.stderr
+    bad = datalyst("synth", "notebooks", str(folder), "--out", str(tmp_path / "x.jsonl"), "--model", replay_spec([]),
+                   "--map", "not-a-mapping")  # fmt: skip
+    assert bad.returncode != 0 and "--map 'not-a-mapping'" in bad.stderr and "Traceback" not in bad.stderr

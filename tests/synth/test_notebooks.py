@@ -4,37 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbformat.v4 import new_output
+from notebook_helpers import FILLER, ROWS, write_notebook
 
 from datalyst.errors import ConfigError
 from datalyst.paths import notebooks_dir
 from datalyst.synth._notebooks import (
     AddressMap,
     Cell,
-    FilterOptions,
+    NotebookFilters,
     cap_per_repository,
     data_loads,
     find_data_file,
     read_notebook,
     screen_notebook,
 )
-
-ROWS = "x,y\n" + "".join(f"{i},{i * i}\n" for i in range(30))
-FILLER = "\n".join(f"v{i} = {i}" for i in range(40))  # enough lines of code for the 40-line filter
-
-
-def write_notebook(path: Path, sources: list[str], *, counts: list[int | None] | None = None,
-                   outputs: list[list] | None = None) -> Path:  # fmt: skip
-    counts = counts or list(range(1, len(sources) + 1))
-    outputs = outputs or [[new_output("stream", name="stdout", text="ok\n")] for _ in sources]
-    cells = [new_markdown_cell("# An analysis")]
-    cells += [new_code_cell(source, execution_count=count, outputs=output)
-              for source, count, output in zip(sources, counts, outputs, strict=True)]  # fmt: skip
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(new_notebook(cells=cells), path)
-    return path
 
 
 def _cells(*sources: str) -> list[Cell]:
@@ -81,7 +66,7 @@ def test_a_path_from_the_authors_machine_is_looked_for_next_to_the_notebook(tmp_
 def _screen(tmp_path: Path, sources: list[str], name: str = "repo/analysis.ipynb", data: str = ROWS, **kwargs):
     path = write_notebook(tmp_path / name, sources, **{k: v for k, v in kwargs.items() if k in ("counts", "outputs")})
     (path.parent / "data.csv").write_text(data)
-    options = FilterOptions(**{k: v for k, v in kwargs.items() if k not in ("counts", "outputs")})
+    options = NotebookFilters(**{k: v for k, v in kwargs.items() if k not in ("counts", "outputs")})
     return screen_notebook(read_notebook(path, tmp_path), AddressMap(), options)
 
 

@@ -15,6 +15,9 @@ from datalyst.synth._files import (
     find_data_files,
     read_source_files,
 )
+from datalyst.synth._mining import CATEGORIES as NOTEBOOK_CATEGORIES
+from datalyst.synth._mining import MiningOptions, NotebookFunnel, make_notebook_tasks
+from datalyst.synth._notebooks import TEACHING_DATASETS, AddressMap, NotebookFilters
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._queries import QueryOptions, clean_format, make_query_tasks
 from datalyst.synth._sequence_problems import SequenceOptions, make_sequence_tasks
@@ -28,13 +31,19 @@ __all__ = [
     "CATEGORIES",
     "DOMAINS",
     "FAMILIES",
+    "NOTEBOOK_CATEGORIES",
     "REASONS",
+    "TEACHING_DATASETS",
+    "AddressMap",
     "Category",
     "DatasetOptions",
     "Domain",
     "Family",
     "FileOptions",
     "Funnel",
+    "MiningOptions",
+    "NotebookFilters",
+    "NotebookFunnel",
     "QueryOptions",
     "Rejection",
     "Sequence",
@@ -50,6 +59,7 @@ __all__ = [
     "draw_sequences",
     "find_data_files",
     "make_dataset_tasks",
+    "make_notebook_tasks",
     "make_query_tasks",
     "make_sequence_tasks",
     "make_sql_tasks",

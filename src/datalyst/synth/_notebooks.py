@@ -231,7 +231,7 @@ def data_hash(files: Iterable[Path]) -> str:
 
 
 @dataclass(frozen=True)
-class FilterOptions:
+class NotebookFilters:
     min_code_lines: int = 40
     min_rows: int = 20
     teaching_datasets: tuple[str, ...] = TEACHING_DATASETS
@@ -248,11 +248,15 @@ class Screened:
     files: tuple[Path | None, ...]
 
     @property
+    def id(self) -> str:
+        return str(self.notebook.path)
+
+    @property
     def complete(self) -> bool:
         return all(path is not None for path in self.files)
 
 
-def screen_notebook(notebook: Notebook, addresses: AddressMap, options: FilterOptions) -> Screened | str:
+def screen_notebook(notebook: Notebook, addresses: AddressMap, options: NotebookFilters) -> Screened | str:
     """The notebook with its data files, or the name of the first coarse filter it fails (see :data:`REASONS`)."""
     executed = [cell.execution_count for cell in notebook.cells if cell.source.strip()]
     if any(count is None for count in executed):

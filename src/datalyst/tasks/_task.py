@@ -41,6 +41,10 @@ class Lineage(BaseModel):
     """Ids of the easier tasks it was composed from."""
     source_hash: str | None = None
     """Content hash of the table it asks about (``synth files``)."""
+    origin: str | None = None
+    """The file it was mined from (a notebook, ``synth notebooks``)."""
+    verified: bool | None = None
+    """Whether running its solution reproduced its answer (None: not run, e.g. its data is not all here)."""
 
 
 class Task(BaseModel):
