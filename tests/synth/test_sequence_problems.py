@@ -107,3 +107,14 @@ def test_reference_solutions_pass_their_problems_in_the_sandbox(sequence_id):
     assert asyncio.run(judge.ajudge(f"```python\n{REFERENCE[sequence_id]}```")).correct
     wrong = asyncio.run(judge.ajudge("print(int(input()))"))
     assert not wrong.correct and wrong.reason.endswith("wrong output")
+
+
+def test_problems_from_an_oeis_export_are_marked(tmp_path):
+    squares = ",".join(str(n * n) for n in range(30))
+    (tmp_path / "stripped").write_text(f"A000290 ,{squares},\n")
+    (tmp_path / "names").write_text("A000290 The squares: a(n) = n^2.\n")
+    out = tmp_path / "oeis.jsonl"
+    make_sequence_tasks(out, options=SequenceOptions(count=5, oeis=tmp_path), progress=False)
+    [task] = read_tasks(out)
+    assert task.source == "synth:sequences:oeis" and "CC BY-SA 4.0" in task.question
+    assert all(case.output == str((int(case.input) - 1) ** 2) for case in task.tests)  # numbered from 1

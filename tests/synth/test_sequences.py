@@ -118,3 +118,37 @@ def test_drawing_is_seeded_diverse_and_unique():
     assert len({s.id for s in drawn}) == 60
     assert {s.family for s in drawn} == set(FAMILIES)
     assert [s.id for s in draw_sequences(60, seed=4)] != [s.id for s in drawn]
+
+
+def _fibonacci(count: int) -> list[int]:
+    terms = [0, 1]
+    while len(terms) < count:
+        terms.append(terms[-1] + terms[-2])
+    return terms
+
+
+def test_an_oeis_export_is_read_filtered_and_credited(tmp_path):
+    import gzip
+
+    from datalyst.errors import ConfigError
+    from datalyst.synth._sequences import oeis_sequences
+
+    rows = {
+        "A000045": ("Fibonacci numbers: F(n) = F(n-1) + F(n-2).", _fibonacci(30)),
+        "A000290": ("The squares: a(n) = n^2.", [n * n for n in range(25)]),
+        "A000001": ("Too short.", [1, 1, 1, 2]),
+        "A000071": ("Partial sums of A000045.", list(range(30))),  # built on another sequence: left out
+        "A999999": ("Duplicate of the squares.", list(range(30))),
+        "A000079": ("Powers of 2 beyond any test.", [2**n for n in range(70)]),
+    }
+    stripped = "# header\n" + "".join(f"{a} ,{','.join(map(str, t))},\n" for a, (_, t) in rows.items())
+    (tmp_path / "stripped.gz").write_bytes(gzip.compress(stripped.encode()))
+    (tmp_path / "names").write_text("# header\n" + "".join(f"{a} {name}\n" for a, (name, _) in rows.items()))
+    sequences = oeis_sequences(tmp_path, 10)
+    assert [s.id for s in sequences] == ["oeis.A000045", "oeis.A000290"]
+    fibonacci = sequences[0]
+    assert fibonacci.terms(5) == [0, 1, 1, 2, 3] and fibonacci.offset == 1 and fibonacci.max_n == 30
+    assert "OEIS A000045: Fibonacci numbers" in fibonacci.definition and "CC BY-SA 4.0" in fibonacci.definition
+    assert fibonacci.source == "oeis"
+    with pytest.raises(ConfigError, match="no OEIS names file"):
+        oeis_sequences(tmp_path / "missing", 1)

@@ -192,9 +192,13 @@ def sequences_command(
     guide: Annotated[
         str | None, typer.Option(help="A guiding model that checks each statement by predicting its examples.")
     ] = None,
+    oeis: Annotated[
+        Path | None,
+        typer.Option(help="A folder with the OEIS data export (stripped, names; CC BY-SA): draw from it instead."),
+    ] = None,
 ) -> None:
     """Make programming problems that ask for the general term of integer sequences, with hidden test cases."""
-    options = parse_options(SequenceOptions, count=count, seed=seed)
+    options = parse_options(SequenceOptions, count=count, seed=seed, oeis=oeis)
     guide_model = load_model(str(resolve_spec(guide))) if guide is not None else None
     try:
         summary = make_sequence_tasks(out, guide=guide_model, options=options)

@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
-from datalyst.synth._sequences import Sequence, draw_sequences
+from datalyst.synth._sequences import Sequence, draw_sequences, oeis_sequences
 from datalyst.synth._stage import TaskSummary, run_units
 from datalyst.tasks import Case, Lineage, Task
 
@@ -46,6 +46,8 @@ class SequenceOptions(BaseModel):
     seed: int = 0
     tests: tuple[int, int] = (5, 7)
     """The fewest and most hidden test cases per problem."""
+    oeis: Path | None = None
+    """A folder holding the OEIS data export (``stripped``, ``names``): draw from it instead of our families."""
 
 
 @dataclass(frozen=True)
@@ -160,9 +162,12 @@ def make_sequence_tasks(
 ) -> TaskSummary:
     """Append to ``out`` the problem of every drawn sequence not done yet (checked by ``guide`` when given)."""
     options = options or SequenceOptions()
-    settings = {"stage": "sequences", "options": options.model_dump(), "version": GENERATOR_VERSION,
+    settings = {"stage": "sequences", "options": options.model_dump(mode="json"), "version": GENERATOR_VERSION,
                 "guide": guide.spec if guide else None}  # fmt: skip
-    sequences = draw_sequences(options.count, seed=options.seed)
+    if options.oeis is not None:
+        sequences = oeis_sequences(options.oeis, options.count, seed=options.seed)
+    else:
+        sequences = draw_sequences(options.count, seed=options.seed)
     with asyncio.Runner() as runner:
 
         def make(sequence: Sequence) -> tuple[list[Task], Counter[str]]:

@@ -2,7 +2,7 @@
 
 CodeSeq packages sequences scraped from the web into problems that ask for their general term. We compute
 every term here, so each problem's examples and test cases are exact and any sequence can be made again
-from its family and seed. Six families, as the issue lists them: polynomials, linear recurrences,
+from its family and seed. Six families: polynomials, linear recurrences,
 combinatorial numbers, number-theoretic functions, digit and base functions, and interleavings or
 compositions of simpler sequences. Each sequence has an offset (the index of its first term) and a largest
 index ``max_n`` up to which a direct computation stays fast, so a problem never asks for a term that only a
@@ -11,10 +11,13 @@ clever solution could reach in time.
 
 from __future__ import annotations
 
+import gzip
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from sympy import (
     bell,
@@ -30,6 +33,8 @@ from sympy import (
     totient,
 )
 from sympy.functions.combinatorial.numbers import mobius, partition, stirling, subfactorial
+
+from datalyst.errors import ConfigError
 
 Term = Callable[[int], int]
 
@@ -385,3 +390,46 @@ def draw_sequences(count: int, seed: int = 0) -> list[Sequence]:
             sequence = rng.choice(unused)
         chosen.setdefault(sequence.id, sequence)
     return list(chosen.values())
+
+
+OEIS_LICENCE = "CC BY-SA 4.0"
+OEIS_MIN_TERMS = 20
+_OEIS_LINE = re.compile(r"^(A\d{6})\s+(.*)$")
+
+
+def oeis_sequences(folder: Path, count: int, seed: int = 0, *, largest: int = 10**18) -> list[Sequence]:
+    """``count`` sequences drawn from a local copy of the OEIS data export (``stripped`` and ``names``, plain or
+    gzipped), for users who provide one; its licence is CC BY-SA 4.0, so every problem made from it says so.
+
+    The export lists terms without their offsets, so the terms are numbered from 1 in the order listed. As
+    CodeSeq filters, a sequence is left out when it has fewer than 20 terms, a term beyond ``largest``, or a
+    name that refers to another sequence (an A-number) or marks it dead, duplicate or erroneous.
+    """
+    names = dict(_oeis_lines(folder, "names"))
+    usable = []
+    for number, line in _oeis_lines(folder, "stripped"):
+        name = names.get(number, "")
+        terms = [int(term) for term in line.strip(" ,").split(",") if term.strip()]
+        if (len(terms) < OEIS_MIN_TERMS or max(map(abs, terms)) > largest or not name
+                or re.search(r"\bA\d{6}\b|\b(?:dead|duplicate|erroneous)\b", name, re.IGNORECASE)):  # fmt: skip
+            continue
+        usable.append((number, name, terms))
+    chosen = random.Random(seed).sample(usable, min(count, len(usable)))
+    return [_oeis_sequence(number, name, terms) for number, name, terms in sorted(chosen)]
+
+
+def _oeis_sequence(number: str, name: str, terms: list[int]) -> Sequence:
+    definition = (f"a(n) is the n-th term of OEIS {number}: {name.rstrip('.')}. The terms are numbered from 1 in "
+                  f"the order the OEIS lists them (OEIS data, {OEIS_LICENCE}).")  # fmt: skip
+    return Sequence(id=f"oeis.{number}", family="oeis", definition=definition, offset=1, max_n=len(terms),
+                    term=lambda n: terms[n - 1], source="oeis")  # fmt: skip
+
+
+def _oeis_lines(folder: Path, stem: str) -> list[tuple[str, str]]:
+    """The ``A-number rest`` lines of ``folder/stem`` (or ``stem.gz``), comments skipped."""
+    for path in (folder / stem, folder / f"{stem}.gz"):
+        if path.is_file():
+            raw = path.read_bytes()
+            text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8", errors="replace")
+            return [match.groups() for line in text.splitlines() if (match := _OEIS_LINE.match(line))]
+    raise ConfigError(f"no OEIS {stem} file (or {stem}.gz) in {folder}; download the OEIS data export there")
