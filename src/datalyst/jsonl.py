@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import TypeVar
@@ -13,12 +14,13 @@ from datalyst.errors import DataFileError
 Record = TypeVar("Record", bound=BaseModel)
 
 
-def read_records(path: str | Path) -> list[dict]:
-    """Every non-blank line of ``path`` as a JSON object that has an ``id``."""
+def read_records(path: str | Path, *, key: str = "id") -> list[dict]:
+    """Every non-blank line of ``path`` (gzipped when it ends in ``.gz``) as a JSON object that has ``key``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
+    except (OSError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise DataFileError(f"cannot read {path}: {exc}; check the path") from exc
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -28,8 +30,8 @@ def read_records(path: str | Path) -> list[dict]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataFileError(f"{path} line {number} is not JSON ({exc}); fix or remove that line") from exc
-        if not isinstance(record, dict) or "id" not in record:
-            raise DataFileError(f"{path} line {number} is not an object with an 'id'; fix or remove that line")
+        if not isinstance(record, dict) or key not in record:
+            raise DataFileError(f"{path} line {number} is not an object with an {key!r}; fix or remove that line")
         records.append(record)
     return records
 

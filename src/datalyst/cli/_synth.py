@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -13,7 +15,7 @@ from rich.console import Console
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
-from datalyst.llm import load_model, resolve_spec
+from datalyst.llm import ChatModel, load_model, resolve_spec
 from datalyst.paths import benchmarks_dir, dabench_dir
 from datalyst.synth import (
     TEACHING_DATASETS,
@@ -153,11 +155,8 @@ def queries_command(
     options = parse_options(
         QueryOptions, seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample
     )
-    writer = load_model(str(resolve_spec(model)))
-    try:
+    with opened_model(str(resolve_spec(model))) as writer:
         summary = make_query_tasks(files, out, writer, options=options)
-    finally:
-        asyncio.run(writer.aclose())
     _print_summary(summary)
 
 
@@ -175,12 +174,8 @@ def datasets_command(
     """Make synthetic datasets that hide a trap (sentinel codes, outliers, Simpson's paradox, ...) and questions
     whose answer depends on handling it."""
     options = parse_options(DatasetOptions, seed=seed, per_family=per_family, repairs=repairs)
-    writer = load_model(str(resolve_spec(model))) if model is not None else None
-    try:
+    with opened_model(model and str(resolve_spec(model))) as writer:
         summary = make_dataset_tasks(out, options=options, model=writer, require_isolation=not allow_unisolated)
-    finally:
-        if writer is not None:
-            asyncio.run(writer.aclose())
     _print_summary(summary, unit="datasets")
 
 
@@ -199,12 +194,8 @@ def sequences_command(
 ) -> None:
     """Make programming problems that ask for the general term of integer sequences, with hidden test cases."""
     options = parse_options(SequenceOptions, count=count, seed=seed, oeis=oeis)
-    guide_model = load_model(str(resolve_spec(guide))) if guide is not None else None
-    try:
+    with opened_model(guide and str(resolve_spec(guide))) as guide_model:
         summary = make_sequence_tasks(out, guide=guide_model, options=options)
-    finally:
-        if guide_model is not None:
-            asyncio.run(guide_model.aclose())
     _print_summary(summary, unit="sequences")
 
 
@@ -236,12 +227,9 @@ def notebooks_command(
                               teaching_datasets=teaching)  # fmt: skip
     options = parse_options(MiningOptions, min_score=min_score, max_tasks=max_tasks)
     addresses = AddressMap.parse(address or ())
-    writer = load_model(str(resolve_spec(model)))
-    try:
+    with opened_model(str(resolve_spec(model))) as writer:
         funnel, summary = make_notebook_tasks(roots, out, writer, addresses=addresses, filters=filters,
                                               options=options, require_isolation=not allow_unisolated)  # fmt: skip
-    finally:
-        asyncio.run(writer.aclose())
     console = Console(stderr=True, highlight=False)
     dropped = ", ".join(f"{reason} {n}" for reason, n in funnel.dropped.items()) or "none"
     console.print(f"{funnel.found} notebooks: dropped {dropped}; {funnel.capped} over the caps; {funnel.mined} mined")
@@ -273,6 +261,17 @@ def show_command(
                 if text:
                     console.print(text, markup=False)
             console.print(f"answer: {task.answer}\n", style="green", markup=False)
+
+
+@contextmanager
+def opened_model(spec: str | None) -> Iterator[ChatModel | None]:
+    """The model of ``spec`` (None without a spec), closed when the block ends."""
+    model = load_model(spec) if spec is not None else None
+    try:
+        yield model
+    finally:
+        if model is not None:
+            asyncio.run(model.aclose())
 
 
 def parse_options(kind: type[Options], **values: object) -> Options:
