@@ -91,6 +91,9 @@ def test_a_notebook_becomes_a_verified_task_with_its_solution(screened):
          "answer_not_in_outputs"),
         ({"constrain": {"constraints": "", "format": "", "label": "the mean"}}, "no_label"),
         ({"constrain": {"constraints": "", "format": "", "label": "@mean_units[99.5]"}}, "label_not_in_outputs"),
+        ({"constrain": {"constraints": "", "format": "", "label": " ".join(f"@n{i}[1]" for i in range(6))}},
+         "label_too_long"),  # more than 5 names
+        ({"constrain": {"constraints": "", "format": "", "label": f"@mean_units[{'1' * 150}]"}}, "label_too_long"),
         ({"solve": [{"thought": "x", "code": "print(df['units'].median())", "output": "20"}]}, "invented_step"),
         ({"review": {"aligned": "yes", "verifiable": "no"}}, "review_failed"),
     ],
