@@ -5,12 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from datalyst.agent import Agent, AgentConfig, Termination, TrainingExample, Trajectory, to_messages, training_example
-from datalyst.curate import Curated, Stratum, export_examples, export_sharegpt, export_trl, export_verl
+from datalyst.curate import (
+    Curated,
+    Stratum,
+    export_examples,
+    export_notebooks,
+    export_sharegpt,
+    export_trl,
+    export_verl,
+)
 from datalyst.errors import ConfigError
 from datalyst.llm import ReplayModel, load_tokenizer
 from datalyst.tasks import Task
@@ -250,3 +259,16 @@ def test_a_trajectory_without_an_agent_turn_is_refused(curated, tmp_path):
     record = curated[0].model_copy(update={"trajectory": empty})
     with pytest.raises(ConfigError, match="regions#0 has no agent turn"):
         export_sharegpt([record], tmp_path)
+
+
+def test_notebooks_open_in_nbformat_beside_their_data(curated, tmp_path):
+    import nbformat
+
+    exported = export_notebooks(curated, tmp_path)
+    [folder] = exported.paths
+    assert exported.records == 3 and sorted(p.name for p in folder.iterdir()) == ["regions-0", "regions-1", "total-0"]
+    notebook = nbformat.read(folder / "regions-1" / "regions-1.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.source for cell in code] == ["1/0", COUNT] and code[1].outputs[0]["text"] == "4\n"
+    assert (folder / "regions-1" / "sales.csv").read_bytes() == Path(curated[0].trajectory.task.files[0]).read_bytes()

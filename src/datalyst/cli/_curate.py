@@ -38,6 +38,7 @@ from datalyst.curate import (
     correct_programs,
     expert_tasks,
     export_examples,
+    export_notebooks,
     export_sharegpt,
     export_trl,
     export_verl,
@@ -60,7 +61,8 @@ from datalyst.tasks import Task, read_tasks
 curate_app = typer.Typer(help="Sample, judge, filter and export training trajectories.", no_args_is_help=True)
 app.add_typer(curate_app, name="curate")
 console = Console(stderr=True, highlight=False)
-EXPORTS = {"examples": export_examples, "sharegpt": export_sharegpt, "trl": export_trl, "verl": export_verl}
+EXPORTS = {"examples": export_examples, "sharegpt": export_sharegpt, "trl": export_trl, "verl": export_verl,
+           "notebooks": export_notebooks}  # fmt: skip
 
 Run = Annotated[Path, typer.Argument(help="A curation run folder.", show_default=False)]
 
@@ -328,7 +330,7 @@ def export_command(
     ] = False,
 ) -> None:
     """Write the kept trajectories as training examples (ids and loss masks), LLaMA-Factory's sharegpt,
-    a TRL dataset or verl's parquet."""
+    a TRL dataset, verl's parquet, or executed notebooks with their data files."""
     folder = RunFolder(run)
     unknown = sorted(set(formats) - set(EXPORTS))
     if unknown:

@@ -23,7 +23,14 @@ from datalyst.curate._corrections import (
 from datalyst.curate._decontaminate import BENCHMARK_QUESTION, BENCHMARK_TABLE, Decontaminator
 from datalyst.curate._dedup import Duplicate, deduplicate
 from datalyst.curate._expert import EXPERT_SPEC, ExpertAgent, ExpertOptions, expert_tasks
-from datalyst.curate._exports import Exported, export_examples, export_sharegpt, export_trl, export_verl
+from datalyst.curate._exports import (
+    Exported,
+    export_examples,
+    export_notebooks,
+    export_sharegpt,
+    export_trl,
+    export_verl,
+)
 from datalyst.curate._filter import FilterOptions, FilterSummary, StageCount, filter_run, rule_checks
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._guidance import Guide, refine_workflow, reflection_text, workflow_text
@@ -89,6 +96,7 @@ __all__ = [
     "deduplicate",
     "expert_tasks",
     "export_examples",
+    "export_notebooks",
     "export_sharegpt",
     "export_trl",
     "export_verl",

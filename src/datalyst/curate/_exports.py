@@ -1,4 +1,4 @@
-"""Kept trajectories written for other trainers: token examples, LLaMA-Factory, TRL and verl.
+"""Kept trajectories written for other trainers: token examples, LLaMA-Factory, TRL and verl; and as notebooks.
 
 Every training view leaves out the sampling guidance (``Trajectory.guidance``) unless asked to keep it:
 the model must learn to act without the hint. The examples and TRL's records hold the same conversation,
@@ -8,6 +8,7 @@ so TRL tokenizes them to the same ids; LLaMA-Factory's rows stop at the agent's 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from datalyst.agent import Trajectory, to_messages, training_example
+from datalyst.agent import Trajectory, to_messages, to_notebook, training_example
 from datalyst.curate._records import Curated
 from datalyst.errors import ConfigError
 from datalyst.files import write_atomic
@@ -166,3 +167,21 @@ def _trainable(record: Curated) -> Trajectory:
             "before exporting"
         )
     return record.trajectory
+
+
+def export_notebooks(curated: Sequence[Curated], out: str | Path, *, guidance: bool = False) -> Exported:
+    """``out/notebooks/<id>/<id>.ipynb``: each trajectory as an executed notebook, its data files beside it, so
+    the folder can be opened in Jupyter or mined (``datalyst synth notebooks``). ``guidance`` has no effect: a
+    notebook shows the task, not the sampling prompt."""
+    import nbformat  # slow to import; only this export needs it
+
+    folder = Path(out) / "notebooks"
+    for record in curated:
+        name = record.id.replace("#", "-").replace("/", "_")
+        target = folder / name
+        target.mkdir(parents=True, exist_ok=True)
+        write_atomic(target / f"{name}.ipynb", nbformat.writes(to_notebook(record.trajectory)))
+        for data in map(Path, record.trajectory.task.files):
+            if data.is_file() and not (target / data.name).exists():
+                shutil.copy2(data, target / data.name)
+    return Exported(format="notebooks", paths=[folder], records=len(curated))
