@@ -11,7 +11,7 @@ from datalyst.errors import ConfigError
 from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval, score_run
 from datalyst.llm import ReplayModel
 from datalyst.paths import benchmarks_dir
-from datalyst.tasks import load_bird, load_dabench, load_humaneval, write_tasks
+from datalyst.tasks import Task, load_bird, load_dabench, load_humaneval, write_tasks
 
 # Every conversation follows this script: one cell, then the right answer to DABench question 0
 # (mean fare 34.65), which is wrong for every other question.
@@ -198,3 +198,15 @@ def test_humaneval_runs_in_the_program_dialect_with_the_official_estimator(tmp_p
     assert dialect.behaviour.mean_turns == 1.0 and dialect.behaviour.answered_rate == 1.0
     markdown = (tmp_path / "humaneval" / "report.md").read_text()
     assert "## HumanEval (official unbiased pass@k over the trials)" in markdown
+
+
+def test_our_own_tasks_with_dabench_answers_get_the_dabench_figures(tmp_path, examples_dir):
+    tasks = tmp_path / "tasks.jsonl"
+    sales = str(examples_dir / "sales.csv")
+    write_tasks([Task(id=f"synth-{name}", question="Mean fare?", format="@mean_fare[value]", judge="dabench",
+                      answer={"mean_fare": value}, files=[sales]) for name, value in (("a1", "34.65"), ("b2", "1"))],
+                tasks)  # fmt: skip
+    report = run_eval(config(bench="tasks", bench_path=str(tasks), subset=None, trials=1), tmp_path / "run",
+                      ReplayModel(SCRIPT, per_turn=True), progress=False)  # fmt: skip
+    figures = report.dialects[0].dabench["raw"]
+    assert figures.rates.pass_at_1.value == 0.5 and figures.strict["accuracy_by_question"] == 0.5

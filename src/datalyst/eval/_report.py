@@ -143,18 +143,18 @@ def _dabench_figures(
     """Raw and reformatted DABench figures of one dialect, when every task is a DABench task."""
     if not tasks or any(task.judge != "dabench" or not isinstance(task.answer, dict) for task in tasks):
         return None
-    labels = {int(task.id): {str(k): str(v) for k, v in task.answer.items()} for task in tasks}
+    numbers = {task.id: number for number, task in enumerate(tasks)}  # the official scorer keys by number
+    labels = {numbers[task.id]: {str(k): str(v) for k, v in task.answer.items()} for task in tasks}
     raw = {(t.dialect, t.id): t.answer or "" for t in runs}
     figures = {
         "raw": DABenchFigures(
-            rates=pass_rates(verdicts, seed=config.seed), **_dabench_views(runs, raw, labels, config.trials)
+            rates=pass_rates(verdicts, seed=config.seed), **_dabench_views(runs, raw, labels, numbers, config.trials)
         )
     }
     if reformatted is not None:
         rescored = [v.model_copy(update={"score": v.reformatted_score or 0.0}) for v in verdicts]
-        figures["reformatted"] = DABenchFigures(
-            rates=pass_rates(rescored, seed=config.seed), **_dabench_views(runs, reformatted, labels, config.trials)
-        )
+        views = _dabench_views(runs, reformatted, labels, numbers, config.trials)
+        figures["reformatted"] = DABenchFigures(rates=pass_rates(rescored, seed=config.seed), **views)
     return figures
 
 
@@ -162,14 +162,16 @@ def _dabench_views(
     runs: Sequence[Trajectory],
     texts: Mapping[tuple[str, str], str],
     labels: Mapping[int, Mapping[str, str]],
+    numbers: Mapping[str, int],
     trials: int,
 ) -> dict[str, dict[str, float]]:
-    """DABench's metrics of ``texts`` (by dialect and trajectory id) per trial, averaged, in both views."""
+    """DABench's metrics of ``texts`` (by dialect and trajectory id) per trial, averaged, in both views;
+    ``numbers`` gives each task id the number its label has in ``labels``."""
     views = {"official": False, "strict": True}
     totals = {view: dict.fromkeys(DABENCH_METRICS, 0.0) for view in views}
     for trial in range(trials):
         responses = [
-            {"id": int(t.task.id), "response": texts.get((t.dialect, t.id), "")} for t in runs if t.trial == trial
+            {"id": numbers[t.task.id], "response": texts.get((t.dialect, t.id), "")} for t in runs if t.trial == trial
         ]
         for view, strict in views.items():
             report = score_responses(responses, labels, strict=strict)
