@@ -209,9 +209,9 @@ def test_registry_is_pinned_and_consistent():
 
 def test_the_trained_model_runs_small_s_weights_with_a_shipped_adapter_and_its_manifest():
     small, trained = _embedded.get_model("small"), _embedded.get_model("small-sft")
-    assert trained.model_dump(exclude={"name", "title", "description", "adapter"}) == small.model_dump(
-        exclude={"name", "title", "description", "adapter"}
-    )
+    own = {"name", "title", "description", "adapter", "dialect"}
+    assert trained.model_dump(exclude=own) == small.model_dump(exclude=own)
+    assert (trained.dialect, small.dialect) == ("jupiter", None)
     adapter = _embedded.adapter_path(trained)
     assert adapter is not None and adapter.read_bytes()[:4] == b"GGUF" and adapter.stat().st_size <= 20_000_000
     manifest = json.loads(adapter.with_suffix(".json").read_text())

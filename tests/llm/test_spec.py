@@ -138,6 +138,16 @@ def test_config_without_a_model_falls_through(monkeypatch, tmp_path):
     config.write_text("[llm]\ntemperature = 0.2\n")
     monkeypatch.setenv("DATALYST_CONFIG", str(config))
     assert str(resolve_spec(None)) == "embedded:small"
+    assert str(resolve_spec(None, default="embedded:small-sft")) == "embedded:small-sft"  # a command's own default
+
+
+def test_the_trained_model_names_its_dialect():
+    from datalyst.cli._ask import ASK_MODEL
+    from datalyst.llm import ModelSpec, trained_dialect
+
+    assert trained_dialect(ModelSpec.parse(ASK_MODEL)) == "jupiter"  # ask's default runs in its trained format
+    for other in ("embedded:small", "embedded:small-sft?adapter=/elsewhere", "openai:gpt@http://h/v1", "replay:x"):
+        assert trained_dialect(ModelSpec.parse(other)) is None
 
 
 def test_openai_base_url_comes_from_the_environment(monkeypatch):

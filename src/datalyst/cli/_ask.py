@@ -15,8 +15,11 @@ from rich.text import Text
 
 from datalyst.agent import DIALECTS, ActionKind, Agent, AgentConfig, Trajectory, Turn, get_dialect, to_html, to_notebook
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.llm import load_model, resolve_spec
+from datalyst.llm import load_model, resolve_spec, trained_dialect
 from datalyst.tasks import Task
+
+ASK_MODEL = "embedded:small-sft"
+"""``ask``'s default model: the one trained here, right more often than ``small`` (docs/models.md)."""
 
 
 @app.command("ask")
@@ -24,9 +27,16 @@ def ask_command(
     files: Annotated[list[Path], typer.Argument(help="Data files the question is about.", show_default=False)],
     question: Annotated[str, typer.Argument(help="The question, in quotes.", show_default=False)],
     model: Annotated[
-        str | None, typer.Option(help="Model spec, e.g. embedded:small, gguf:PATH, openai:NAME@URL.")
+        str | None,
+        typer.Option(
+            help="Model spec, e.g. embedded:small, gguf:PATH, openai:NAME@URL. [default: embedded:small-sft, the "
+            "model trained here, unless $DATALYST_MODEL or the config file names one]"
+        ),
     ] = None,
-    dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
+    dialect: Annotated[
+        str | None,
+        typer.Option(help=f"Turn format: {', '.join(DIALECTS)}. [default: the model's own, else datamind]"),
+    ] = None,
     max_turns: Annotated[int, typer.Option(help="Turns the agent may take.")] = 10,
     temperature: Annotated[
         float, typer.Option(min=0.0, help="Sampling temperature; 0 is greedy, the same run every time.")
@@ -38,10 +48,11 @@ def ask_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Ask a QUESTION about FILES; the agent writes and runs code in the sandbox until it can answer."""
+    spec = resolve_spec(model, default=ASK_MODEL)
+    dialect = dialect or trained_dialect(spec) or "datamind"
     get_dialect(dialect)  # an unknown name stops here, in one line
     console = Console(highlight=False, soft_wrap=True, stderr=as_json)
     task = Task(id=uuid.uuid4().hex[:8], question=question, files=[str(p) for p in files])
-    spec = resolve_spec(model)
     console.print(f"[dim]model {spec} · dialect {dialect}[/]")
     config = AgentConfig(dialect=dialect, max_turns=max_turns, require_isolation=not allow_unisolated)
     config.sampling = config.sampling.model_copy(update={"temperature": temperature, "seed": seed})

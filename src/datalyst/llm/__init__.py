@@ -21,6 +21,7 @@ from datalyst.llm._embedded import (
     list_models,
     model_path,
     models_dir,
+    trained_dialect,
 )
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._gguf import ADAPTER_GGUF, GGUFTokenizer
@@ -61,5 +62,6 @@ __all__ = [
     "model_path",
     "models_dir",
     "resolve_spec",
+    "trained_dialect",
     "wire_messages",
 ]

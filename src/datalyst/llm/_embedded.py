@@ -40,6 +40,7 @@ from typing import IO, TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelUnavailable
+from datalyst.llm._spec import ModelKind, ModelSpec
 from datalyst.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ __all__ = [
     "list_models",
     "model_path",
     "models_dir",
+    "trained_dialect",
 ]
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,8 @@ class EmbeddedModel(BaseModel):
     parts: tuple[ModelPart, ...]
     adapter: str | None = None
     """A GGUF LoRA adapter in ``datalyst/llm/adapters`` that llama.cpp applies to these weights."""
+    dialect: str | None = None
+    """The turn format the adapter was trained in (None: no preference)."""
 
 
 def _split_parts(
@@ -172,6 +176,7 @@ _REGISTRY: dict[str, EmbeddedModel] = {
                 "description": "small with a LoRA adapter trained by datalyst on the offline expert's "
                 "jupiter-dialect trajectories (docs/RESULTS.md).",
                 "adapter": "small-sft-jupiter.gguf",
+                "dialect": "jupiter",
             }
         ),
         EmbeddedModel(
@@ -229,6 +234,13 @@ def base_weights(name: str) -> Path:
             f"embedded:{base} (to continue from that adapter, give --adapter {adapter_path(model)})"
         )
     return ensure_model(name)
+
+
+def trained_dialect(spec: ModelSpec) -> str | None:
+    """The turn format the embedded model ``spec`` names was trained in (None for any other model)."""
+    if spec.kind != ModelKind.EMBEDDED or spec.options.get("adapter"):
+        return None
+    return next((m.dialect for m in list_models() if m.name == spec.target), None)
 
 
 def adapter_path(model: EmbeddedModel) -> Path | None:

@@ -138,8 +138,9 @@ class ModelSpec(BaseModel):
         return checked
 
 
-def resolve_spec(explicit: str | None = None) -> ModelSpec:
-    """The spec to use: ``explicit``, else ``$DATALYST_MODEL``, else the config file, else ``embedded:small``.
+def resolve_spec(explicit: str | None = None, *, default: str = DEFAULT_SPEC) -> ModelSpec:
+    """The spec to use: ``explicit``, else ``$DATALYST_MODEL``, else the config file, else ``default``
+    (``embedded:small``; a command may have its own).
 
     The config file is ``$DATALYST_CONFIG``, else ``$XDG_CONFIG_HOME/datalyst/config.toml`` (default
     ``~/.config/datalyst/config.toml``), with ``model = "..."`` under ``[llm]``. An ``openai`` spec without
@@ -153,7 +154,7 @@ def resolve_spec(explicit: str | None = None) -> ModelSpec:
     elif found := _config_model():
         text, source = found
     else:
-        text, source = DEFAULT_SPEC, "the default"
+        text, source = default, "the default"
     try:
         spec = ModelSpec.parse(text)
     except ConfigError as exc:
