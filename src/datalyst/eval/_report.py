@@ -141,7 +141,7 @@ def _dabench_figures(
     reformatted: Mapping[tuple[str, str], str] | None,
 ) -> dict[str, DABenchFigures] | None:
     """Raw and reformatted DABench figures of one dialect, when every task is a DABench task."""
-    if not tasks or any(task.judge != "dabench" or not isinstance(task.answer, dict) for task in tasks):
+    if not _all_judged(tasks, "dabench") or any(not isinstance(task.answer, dict) for task in tasks):
         return None
     numbers = {task.id: number for number, task in enumerate(tasks)}  # the official scorer keys by number
     labels = {numbers[task.id]: {str(k): str(v) for k, v in task.answer.items()} for task in tasks}
@@ -184,7 +184,7 @@ def _tablebench_view(
     tasks: Sequence[Task], runs: Sequence[Trajectory], trials: int, seed: int
 ) -> dict[str, dict[str, float]]:
     """TableBench's official figures per trial, averaged, when every task is a TableBench task."""
-    if not tasks or any(task.judge != "tablebench" for task in tasks):
+    if not _all_judged(tasks, "tablebench"):
         return {}
     totals: dict[str, float] = {}
     for trial in range(trials):

@@ -18,7 +18,6 @@ from datalyst.errors import ConfigError, DataFileError
 from datalyst.judge._dabench import judge_sub_answers
 from datalyst.judge._llm import LLMGrader
 from datalyst.judge._programs import (
-    TIME_LIMIT_S,
     arun_cases,
     cases_summary,
     humaneval_completion,
@@ -157,8 +156,7 @@ class HumanEvalJudge:
     async def ajudge(self, answer: str) -> Judgement:
         source = humaneval_program(self.prompt, humaneval_completion(self.prompt, answer), self.check,
                                    self.entry_point)  # fmt: skip
-        run = await asyncio.to_thread(run_program, source, time_limit_s=TIME_LIMIT_S,
-                                      require_isolation=self.require_isolation)  # fmt: skip
+        run = await asyncio.to_thread(run_program, source, require_isolation=self.require_isolation)
         return _all_or_nothing(run.passed, None if run.passed else run.result)
 
 

@@ -41,6 +41,7 @@ from datalyst.synth._notebooks import (
     screen_notebook,
 )
 from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._verify import NUMBER
 from datalyst.tasks import Lineage, Task
 from datalyst.text import clip_middle
 
@@ -82,7 +83,7 @@ def _squashed(text: str) -> str:
 
 
 def _numbers(text: str) -> list[float]:
-    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text.replace(",", ""))]
+    return [float(n) for n in NUMBER.findall(text.replace(",", ""))]
 
 
 def value_in_outputs(value: str, outputs: str) -> bool:
@@ -104,10 +105,6 @@ def value_in_outputs(value: str, outputs: str) -> bool:
     return any(abs(round(found, decimals) - number) <= 10**-decimals / 2 + 1e-12 for found in _numbers(outputs))
 
 
-def _outputs(notebook: Notebook) -> str:
-    return "\n".join(cell.output for cell in notebook.cells)
-
-
 def step_in_notebook(code: str, output: str, notebook: Notebook, local_names: Iterable[str]) -> bool:
     """Every line of ``code`` is a line of the notebook's code (or one wrapped in ``print``, or a loading call
     of a local file), and every line of ``output`` is in the notebook's outputs."""
@@ -118,7 +115,7 @@ def step_in_notebook(code: str, output: str, notebook: Notebook, local_names: It
         loads_local = any(f"{loader}(" in line for loader in LOADERS) and any(name in line for name in names)
         if line not in lines and not (wrapped and wrapped.group(1) in lines) and not loads_local:
             return False
-    outputs = _squashed(_outputs(notebook))
+    outputs = _squashed(notebook.outputs)
     return all(_squashed(line) in outputs for line in output.splitlines() if line.strip())
 
 
@@ -164,8 +161,7 @@ class _Asker:
 async def mine_notebook(screened: Screened, model: ChatModel, options: MiningOptions, *,
                         require_isolation: bool = True) -> tuple[list[Task], Counter[str]]:  # fmt: skip
     """The tasks of one notebook, and what was dropped on the way by reason."""
-    ask, notebook, dropped = _Asker(model, screened, options), screened.notebook, Counter[str]()
-    outputs = _outputs(notebook)
+    ask, outputs, dropped = _Asker(model, screened, options), screened.notebook.outputs, Counter[str]()
     rated = await ask("score")
     score = rated.get("score") if isinstance(rated, dict) else None
     if not isinstance(score, int | float) or score < options.min_score:
@@ -176,10 +172,7 @@ async def mine_notebook(screened: Screened, model: ChatModel, options: MiningOpt
         return [], Counter(no_tasks=1)
     tasks = []
     for number, draft in enumerate(drafts):
-        raw = draft.get("concepts")
-        concepts = (
-            [raw] if isinstance(raw, str) else [c for c in raw if isinstance(c, str)] if isinstance(raw, list) else []
-        )
+        concepts = _concepts(draft.get("concepts"))
         task_text, answer = _field(draft, "task"), _field(draft, "answer")
         made = _draft_problem(task_text, answer, concepts, outputs) or await _finish(
             ask, screened, number, task_text, concepts, _field(draft, "difficulty"), answer, require_isolation
@@ -210,7 +203,7 @@ def _draft_problem(task: str, answer: str, concepts: Sequence[str], outputs: str
 async def _finish(ask: _Asker, screened: Screened, number: int, task_text: str, concepts: list[str],
                   difficulty: str, answer: str, require_isolation: bool) -> Task | str:  # fmt: skip
     """The draft made a task (constraints, format, label, solution, review, verification), or why it was not."""
-    outputs = _outputs(screened.notebook)
+    outputs = screened.notebook.outputs
     standard = await ask("constrain", task=task_text, answer=answer)
     constraints, answer_format, label = (_field(standard, name) for name in ("constraints", "format", "label"))
     values = extract_answers(label)

@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -55,9 +56,13 @@ class Notebook:
     repository: str
     """The folder it came from (the first folder under the scanned root): the unit of NbQA's caps."""
     cells: tuple[Cell, ...]
-    markdown: tuple[str, ...]
     text: str
     """The whole notebook as markdown with code blocks and their outputs, in order (what the models read)."""
+
+    @cached_property
+    def outputs(self) -> str:
+        """Every code cell's output, in order."""
+        return "\n".join(cell.output for cell in self.cells)
 
     @property
     def code_lines(self) -> int:
@@ -72,10 +77,9 @@ def read_notebook(path: Path, root: Path) -> Notebook:
         node = nbformat.read(path, as_version=4)
     except Exception as exc:  # nbformat raises many kinds (JSON, validation, encoding)
         raise DataFileError(f"{path} is not a readable notebook: {exc}") from exc
-    cells, markdown, parts = [], [], []
+    cells, parts = [], []
     for cell in node.cells:
         if cell.cell_type == "markdown":
-            markdown.append(cell.source)
             parts.append(cell.source)
         elif cell.cell_type == "code":
             output, error = _outputs(cell.get("outputs", []))
@@ -83,7 +87,7 @@ def read_notebook(path: Path, root: Path) -> Notebook:
             parts.append(f"```python\n{cell.source}\n```" + (f"\n\nOutput:\n```\n{output}\n```" if output else ""))
     relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
     repository = relative.parts[0] if len(relative.parts) > 1 else root.name
-    return Notebook(path, repository, tuple(cells), tuple(markdown), "\n\n".join(parts))
+    return Notebook(path, repository, tuple(cells), "\n\n".join(parts))
 
 
 def _outputs(outputs: Sequence[Mapping]) -> tuple[str, bool]:
