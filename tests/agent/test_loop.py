@@ -149,7 +149,7 @@ def test_trajectories_round_trip_and_export(task):
         task,
     )
     assert Trajectory.model_validate_json(trajectory.model_dump_json()) == trajectory
-    assert json.loads(trajectory.model_dump_json())["schema_version"] == 4
+    assert json.loads(trajectory.model_dump_json())["schema_version"] == 5
     [figure] = trajectory.turns[0].figures
     notebook = to_notebook(trajectory)
     nbformat.validate(notebook)
@@ -179,3 +179,55 @@ def test_guidance_reaches_the_model_and_is_recorded_apart(task):
 def test_empty_guidance_adds_nothing(task):
     trajectory = asyncio.run(Agent(RecordingModel([answer("1")]), guidance=lambda t: " \n").arun(task))
     assert trajectory.guidance == "" and trajectory.task_message == trajectory.first_message
+
+
+def test_a_follow_up_goes_on_in_the_same_sandbox_and_records_what_came_before(task):
+    model = RecordingModel(
+        [
+            code("import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(len(df))"),
+            answer("@total_revenue[1]"),
+            code("print(df['revenue'].max())"),  # df is still defined
+            answer("the largest sale"),
+        ]
+    )
+    agent = Agent(model, AgentConfig())
+    steps = []
+
+    async def conversation() -> tuple[Trajectory, Trajectory]:
+        state = await agent.drive(await agent.start(task), on_step=steps.append)
+        try:
+            first = state.trajectory
+            state = await agent.drive(agent.follow_up(state, Task(id="f", question="Largest sale?", files=task.files)))
+            return first, state.trajectory
+        finally:
+            await agent.close(state)
+
+    first, second = asyncio.run(conversation())
+    assert [step.kind for step in steps] == ["code", "answer"]  # before each turn ran
+    assert steps[0].code == first.turns[0].code
+    assert second.answer == "the largest sale" and second.turns[0].result.ok
+    assert second.first_message.startswith("Next question") and "Largest sale?" in second.first_message
+    before = to_messages(first)
+    assert [(m.role, m.content) for m in second.earlier] == [(m.role, m.content) for m in before[1:]]
+    seen = [(m.role, m.content) for m in model.seen[2]]
+    assert [(m.role, m.content) for m in to_messages(second)[:-3]] == seen  # exactly what the model read
+    assert all(m.is_environment for m in to_messages(second)[: len(before) + 1])
+    assert first.duration_s > 0 and second.duration_s > 0
+    notebook = to_notebook(first, second)
+    questions = [cell.source.split("\n")[0] for cell in notebook.cells if cell.source.startswith("# ")]
+    assert questions == ["# What is the total revenue?", "# Largest sale?"]
+    assert [cell.source for cell in notebook.cells if cell.cell_type == "code"] == [
+        first.turns[0].code,
+        second.turns[0].code,
+    ]
+    assert notebook.metadata["datalyst"]["follow_ups"] == ["Largest sale?"]
+    page = to_html(first, second)
+    assert page.count("<section>") == 2 and "Largest sale?" in page
+
+
+def test_a_dialect_without_follow_ups_says_so():
+    from datalyst.agent import get_dialect
+    from datalyst.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no follow-up"):
+        get_dialect("program").follow_up(Task(id="t", question="q"))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from datalyst.agent import Agent, Termination, Trajectory, finished_ids, read_trajectories, rollout
+from datalyst.agent import SCHEMA_VERSION, Agent, Termination, Trajectory, finished_ids, read_trajectories, rollout
 from datalyst.errors import DataFileError
 from datalyst.llm import ReplayModel, SamplingParams
 from datalyst.tasks import Task
@@ -98,10 +98,10 @@ def test_older_records_are_migrated_and_newer_ones_refused(tmp_path):
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps(old) + "\n")
     [migrated] = read_trajectories(path)
-    assert migrated.trial == 2 and migrated.schema_version == 4 and migrated.turns[0].text == "<answer>1</answer>"
+    assert migrated.trial == 2 and migrated.schema_version == SCHEMA_VERSION and migrated.turns[0].text == "<answer>1</answer>"
     schema_2 = json.loads(record("x", 0).model_dump_json()) | {"schema_version": 2}  # before Turn.first_token_s
     path.write_text(json.dumps(schema_2) + "\n")
-    assert read_trajectories(path)[0].schema_version == 4
+    assert read_trajectories(path)[0].schema_version == SCHEMA_VERSION
     newer = json.loads(record("x", 0).model_dump_json()) | {"schema_version": 99}
     path.write_text(json.dumps(newer) + "\n")
     with pytest.raises(DataFileError, match=r"old\.jsonl line 1 .*schema 99 is newer.*upgrade datalyst"):

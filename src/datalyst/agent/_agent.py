@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 TurnCallback = Callable[[Turn], None]
 """Called with every finished turn (``datalyst ask`` prints them as they come)."""
+StepCallback = Callable[[Step], None]
+"""Called with every turn as the model wrote it, before its code runs (the web app streams it)."""
 Guidance = Callable[[Task], str]
 """Text to add to a task's first message while sampling (``""`` for none); recorded as ``Trajectory.guidance``."""
 
@@ -147,19 +149,30 @@ class Agent:
         """
         state = await self.start(task, trial=trial, executor=executor)
         try:
-            while not state.done:
-                began = time.monotonic()
-                try:
-                    [completion] = await self.propose(state)
-                except ContextOverflow as exc:  # the conversation outgrew the model: an ending, not a failure
-                    state = _ended(state, Termination.CONTEXT_OVERFLOW, str(exc))
-                    break
-                state = await self.advance(state, completion, generation_s=time.monotonic() - began)
-                if on_turn is not None:
-                    on_turn(state.turns[-1])
+            state = await self.drive(state, on_turn=on_turn)
         finally:
             await self.close(state)
         return state.trajectory
+
+    async def drive(
+        self, state: AgentState, *, on_turn: TurnCallback | None = None, on_step: StepCallback | None = None
+    ) -> AgentState:
+        """Take turns from ``state`` until it ends, and return the last state (its sandbox still open).
+
+        ``on_step`` sees each turn as soon as it is written, before its code runs; ``on_turn`` sees it finished.
+        """
+        while not state.done:
+            began = time.monotonic()
+            try:
+                [completion] = await self.propose(state)
+            except ContextOverflow as exc:  # the conversation outgrew the model: an ending, not a failure
+                return _ended(state, Termination.CONTEXT_OVERFLOW, str(exc))
+            if on_step is not None:
+                on_step(self.read(completion)[1])
+            state = await self.advance(state, completion, generation_s=time.monotonic() - began)
+            if on_turn is not None:
+                on_turn(state.turns[-1])
+        return state
 
     async def start(self, task: Task, *, trial: int = 0, executor: Executor | None = None) -> AgentState:
         """The state before the first turn: the opening prompt written, the sandbox starting."""
@@ -175,6 +188,18 @@ class Agent:
         )
         messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
         return AgentState(trajectory, messages, PendingSandbox.start(task.files, self.config, executor))
+
+    def follow_up(self, state: AgentState, task: Task) -> AgentState:
+        """The state that asks ``task`` (a question about the same files) after ``state`` ended: the conversation
+        goes on in the same sandbox, so the earlier cells' variables are still there."""
+        first = self.dialect.follow_up(task)
+        system, *earlier = state.messages
+        trajectory = self.new_trajectory(
+            task, 0, system_prompt=system.content, earlier=earlier, first_message=first,
+            termination=Termination.MAX_TURNS,
+        )  # fmt: skip
+        messages = (*state.messages, ChatMessage(role=Role.USER, content=first))
+        return AgentState(trajectory, messages, state.sandbox)
 
     def new_trajectory(self, task: Task, trial: int, **fields: object) -> Trajectory:
         """A trajectory of ``task`` by this agent, started now, with ``fields`` (prompts, termination, ...)."""
@@ -278,15 +303,13 @@ class Agent:
         return state
 
     async def close(self, state: AgentState) -> None:
-        """Close the state's sandbox (and every successor's: they share it) and record the duration."""
-        try:
-            await state.sandbox.aclose()
-        finally:
-            state.trajectory.duration_s = time.monotonic() - state.started
+        """Close the state's sandbox (and every successor's: they share it)."""
+        await state.sandbox.aclose()
 
 
 def _ended(state: AgentState, termination: Termination, error: str | None = None) -> AgentState:
-    trajectory = state.trajectory.model_copy(update={"termination": termination, "error": error})
+    update = {"termination": termination, "error": error, "duration_s": time.monotonic() - state.started}
+    trajectory = state.trajectory.model_copy(update=update)
     return dataclasses.replace(state, trajectory=trajectory, done=True)
 
 

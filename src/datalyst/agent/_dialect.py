@@ -59,6 +59,11 @@ class Dialect(Protocol):
         """The system prompt and the first user message."""
         ...
 
+    def follow_up(self, task: Task) -> str:
+        """The user message that asks ``task``'s question later in a conversation about the same files
+        (raises ConfigError where the dialect has no follow-ups)."""
+        ...
+
     def parse(self, completion: str) -> Step:
         """Read one assistant turn; never raises (a turn that cannot be read is void)."""
         ...

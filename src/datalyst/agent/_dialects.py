@@ -40,6 +40,7 @@ from datalyst.agent._parsing import (
 )
 from datalyst.errors import ConfigError
 from datalyst.prompts import prompt_templates
+from datalyst.tasks import Task
 
 DIALECTS = ("datamind", "jupiter", "datarus")
 """The turn formats of data analysis."""
@@ -48,7 +49,7 @@ PROGRAM = "program"
 
 
 def _templates(name: str) -> dict[str, jinja2.Template]:
-    """The dialect's prompt templates: ``system``, ``user`` and ``void``."""
+    """The dialect's prompt templates: ``system``, ``user``, ``void`` and, for conversations, ``follow_up``."""
     return prompt_templates("datalyst.agent", name)
 
 
@@ -98,6 +99,12 @@ class _PromptedDialect:
     def opening(self, context: PromptContext) -> tuple[str, str]:
         templates, variables = _templates(self.name), dict(context)
         return templates["system"].render(variables).strip(), templates["user"].render(variables).strip()
+
+    def follow_up(self, task: Task) -> str:
+        templates = _templates(self.name)
+        if "follow_up" not in templates:
+            raise ConfigError(f"the {self.name} dialect answers one task per conversation; it takes no follow-up")
+        return templates["follow_up"].render(task=task).strip()
 
     def void_feedback(self) -> str:
         """Already wrapped as an observation: send it as it is."""

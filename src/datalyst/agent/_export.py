@@ -36,11 +36,13 @@ def observation_message(dialect: Dialect, turn: Turn) -> str | None:
 
 def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[TrainingMessage]:
     """The conversation exactly as the model saw and wrote it; ``guidance=False`` leaves out what sampling
-    added to the first message (training data: the model must learn to do without it)."""
+    added to the first message (training data: the model must learn to do without it). A follow-up's earlier
+    conversation counts as environment: the trajectories that wrote it train on it."""
     dialect = get_dialect(trajectory.dialect)
     first = trajectory.first_message if guidance else trajectory.task_message
     messages = [
         TrainingMessage(role=Role.SYSTEM, content=trajectory.system_prompt, is_environment=True),
+        *(TrainingMessage(role=m.role, content=m.content, is_environment=True) for m in trajectory.earlier),
         TrainingMessage(role=Role.USER, content=first, is_environment=True),
     ]
     for turn in trajectory.turns:
@@ -51,12 +53,30 @@ def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[Traini
     return messages
 
 
-def to_notebook(trajectory: Trajectory) -> NotebookNode:
-    """A notebook: the task, then each thought as markdown and each cell with its outputs and figures."""
+def to_notebook(trajectory: Trajectory, *follow_ups: Trajectory) -> NotebookNode:
+    """A notebook: the task, then each thought as markdown and each cell with its outputs and figures; then the
+    same for each follow-up question asked after it in the conversation."""
     import nbformat  # imported here: it is slow to import and only exports need it
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+    from nbformat.v4 import new_notebook
 
     task = trajectory.task
+    cells = [cell for part in (trajectory, *follow_ups) for cell in _cells(part)]
+    notebook = new_notebook(cells=cells)
+    notebook.metadata["datalyst"] = {
+        "trajectory_id": trajectory.id,
+        "task_id": task.id,
+        "model": trajectory.model,
+        "dialect": trajectory.dialect,
+    }
+    if follow_ups:
+        notebook.metadata["datalyst"]["follow_ups"] = [part.task.question for part in follow_ups]
+    nbformat.validate(notebook)
+    return notebook
+
+
+def _cells(trajectory: Trajectory) -> list[NotebookNode]:
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
     cells = [new_markdown_cell(_task_markdown(trajectory))]
     for turn in trajectory.turns:
         if turn.thought:
@@ -68,15 +88,7 @@ def to_notebook(trajectory: Trajectory) -> NotebookNode:
         else:
             cells.append(new_markdown_cell(f"*Turn {turn.index + 1} had neither code nor an answer.*"))
     cells.append(new_markdown_cell(f"*Ended by {trajectory.termination.value} after {len(trajectory.turns)} turns.*"))
-    notebook = new_notebook(cells=cells)
-    notebook.metadata["datalyst"] = {
-        "trajectory_id": trajectory.id,
-        "task_id": task.id,
-        "model": trajectory.model,
-        "dialect": trajectory.dialect,
-    }
-    nbformat.validate(notebook)
-    return notebook
+    return cells
 
 
 def _task_markdown(trajectory: Trajectory) -> str:
@@ -115,9 +127,12 @@ def _base_names(paths: list[str]) -> list[str]:
     return [path.rsplit("/", 1)[-1] for path in paths]
 
 
-def to_html(trajectory: Trajectory) -> str:
-    """A standalone page (no external assets) showing the task, every turn and the answer."""
+def to_html(trajectory: Trajectory, *follow_ups: Trajectory) -> str:
+    """A standalone page (no external assets) showing the task, every turn and the answer, then the same for each
+    follow-up question of the conversation."""
     source = importlib.resources.files("datalyst.agent") / "templates" / "trajectory.html.j2"
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     template = environment.from_string(source.read_text())
-    return template.render(t=trajectory, files=_base_names(trajectory.task.files), ActionKind=ActionKind)
+    return template.render(
+        parts=[trajectory, *follow_ups], files=_base_names(trajectory.task.files), ActionKind=ActionKind
+    )

@@ -14,13 +14,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from datalyst.agent._dialect import ActionKind
-from datalyst.llm import SamplingParams
+from datalyst.llm import ChatMessage, SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``;
-4 added ``Trajectory.guidance``."""
+4 added ``Trajectory.guidance``; 5 added ``Trajectory.earlier``."""
 
 
 def trajectory_id(task_id: str, trial: int) -> str:
@@ -91,6 +91,9 @@ class Trajectory(BaseModel):
     model: str
     sampling: SamplingParams
     system_prompt: str
+    earlier: list[ChatMessage] = []
+    """A follow-up question's conversation before it (after the system prompt), as the model saw it; empty
+    for a task asked on its own."""
     first_message: str
     """The task as the model read it, ``guidance`` included."""
     guidance: str = ""
@@ -121,7 +124,7 @@ class Trajectory(BaseModel):
             # Schema 1 kept the whole completion in the conversation: that is what the model saw.
             data["turns"] = [{**turn, "text": turn.get("raw", "")} for turn in data.get("turns", [])]
         if isinstance(version, int) and version < SCHEMA_VERSION:
-            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 -> 4 only added fields
+            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 -> 4 -> 5 only added fields
         return data
 
     @property
