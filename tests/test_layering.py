@@ -22,7 +22,8 @@ ALLOWED = {
     "eval": {"data", "sandbox", "llm", "tasks", "agent", "judge", "search", "train"},
     "train": {"agent", "judge", "llm", "tasks", "curate"},
     "search": {"agent", "train", "judge", "llm", "sandbox", "tasks"},
-    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train", "search"},
+    "web": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train", "search"},
+    "cli": {"data", "sandbox", "llm", "tasks", "agent", "judge", "synth", "curate", "eval", "train", "search", "web"},
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from typing import Annotated
@@ -34,8 +35,14 @@ def _root() -> None:
     """Data-analytic agents that answer questions about data files by running code safely."""
 
 
+COMMANDS = ("_ask", "_curate", "_describe", "_eval", "_exec", "_models", "_search", "_serve", "_synth", "_train",
+            "_train_value")  # fmt: skip
+"""The modules whose commands register themselves on ``app`` when imported."""
+
+
 def _register() -> None:
-    from datalyst.cli import _ask, _curate, _describe, _eval, _exec, _models, _search, _synth, _train, _train_value  # noqa: F401  (commands register themselves on import)
+    for name in COMMANDS:
+        importlib.import_module(f"datalyst.cli.{name}")
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from datalyst.eval._run import (
     read_config,
     read_verdicts,
     run_eval,
+    run_trajectories,
     score_run,
 )
 from datalyst.eval._tablebench_pot import parse_pot_rows
@@ -48,5 +49,6 @@ __all__ = [
     "read_verdicts",
     "render_markdown",
     "run_eval",
+    "run_trajectories",
     "score_run",
 ]

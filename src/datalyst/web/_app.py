@@ -1,0 +1,370 @@
+"""The web app: routes of the Ask, Runs and Data pages over :mod:`_conversations` and :mod:`_browse`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from datalyst.agent import DIALECTS, AgentConfig, to_html, to_notebook
+from datalyst.data import DATA_SUFFIXES, describe
+from datalyst.errors import DatalystError
+from datalyst.web import _browse
+from datalyst.web._conversations import Conversation, Conversations, Models
+from datalyst.web._security import AccessGuard, Refused, inside
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-src 'self'"
+TRAJECTORY_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+"""Trajectory pages show what a model wrote: escaped, and with no script allowed to run even so."""
+SAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
+MAX_QUESTION = 4000
+
+
+class ServeConfig(BaseModel):
+    """What one server offers, and its limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str
+    loopback: bool = True
+    """Bound to a loopback address (then only loopback host names are answered)."""
+    models: list[str] = Field(min_length=1)
+    """Model specs the Ask page offers; the first is the default."""
+    dialects: dict[str, str] = {}
+    """The dialect each model spec was trained in, where it has one (else datamind)."""
+    runs: Path | None = None
+    """A folder of evaluation runs for the Runs page."""
+    data: list[Path] = []
+    """Folders of tasks and trajectories files for the Data page."""
+    files: Path | None = None
+    """A folder of data files the Ask page offers besides uploads."""
+    max_turns: int = Field(10, ge=1)
+    upload_bytes: int = Field(50 * 2**20, ge=1)
+    """Largest uploaded file."""
+    upload_files: int = Field(10, ge=1)
+    """Files one conversation may upload."""
+    conversations: int = Field(16, ge=1)
+    idle_s: float = Field(1800.0, gt=0)
+    """Seconds after which an idle conversation (and its sandbox) is closed."""
+    require_isolation: bool = True
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    """The ASGI app of ``datalyst serve``."""
+    conversations = Conversations(limit=config.conversations, idle_s=config.idle_s)
+    models = Models()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async def reap() -> None:
+            while True:
+                await asyncio.sleep(min(60.0, config.idle_s))
+                await conversations.close_idle()
+
+        reaper = asyncio.get_running_loop().create_task(reap())
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            await conversations.aclose()
+            await models.aclose()
+
+    # -- Ask -----------------------------------------------------------------------------------------------
+
+    async def info(request: Request) -> Response:
+        offered = []
+        if config.files is not None:
+            offered = sorted(path.relative_to(config.files).as_posix() for path in config.files.rglob("*")
+                             if path.is_file() and path.suffix.lower() in DATA_SUFFIXES)  # fmt: skip
+        return JSONResponse({
+            "models": [{"spec": spec, "dialect": config.dialects.get(spec, "datamind")} for spec in config.models],
+            "dialects": list(DIALECTS), "files": offered[:1000], "runs": config.runs is not None,
+            "limits": {"upload_bytes": config.upload_bytes, "upload_files": config.upload_files},
+        })  # fmt: skip
+
+    async def open_conversation(request: Request) -> Response:
+        length = int(request.headers.get("content-length") or 0)
+        if length > config.upload_files * config.upload_bytes + 2**20:
+            raise Refused(f"uploads are limited to {config.upload_files} files of {_mb(config.upload_bytes)}", 413)
+        folder = Path(tempfile.mkdtemp(prefix="datalyst-web-"))
+        try:
+            async with request.form(max_files=config.upload_files, max_fields=config.upload_files + 10) as form:
+                files = [await _save(upload, folder, config.upload_bytes) for upload in form.getlist("upload")
+                         if isinstance(upload, UploadFile)]  # fmt: skip
+                names = [name for name in form.getlist("file") if isinstance(name, str)]
+            if names and config.files is None:
+                raise Refused("this server was started without a folder of files (--files)")
+            files += [inside(config.files, name) for name in names if config.files is not None]
+            if not files:
+                raise Refused("choose at least one data file", 400)
+            if len({file.name for file in files}) < len(files):
+                raise Refused("two of the files have the same name; rename one", 400)
+            described = [await asyncio.to_thread(_describe, file) for file in files]
+            conversation = conversations.open(files, folder)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return JSONResponse({"id": conversation.id, "files": described})
+
+    async def ask(request: Request) -> Response:
+        conversation = conversations.get(request.path_params["id"])
+        body = await _json(request)
+        question = str(body.get("question") or "").strip()
+        spec = str(body.get("model") or conversation.model or config.models[0])
+        dialect = str(body.get("dialect") or conversation.dialect or config.dialects.get(spec, "datamind"))
+        if not question or len(question) > MAX_QUESTION:
+            raise Refused(f"write a question of 1 to {MAX_QUESTION} characters", 400)
+        if spec not in config.models or dialect not in DIALECTS:
+            raise Refused(f"choose a model of {config.models} and a dialect of {list(DIALECTS)}", 400)
+        if conversation.busy:
+            raise Refused("this conversation is still answering; stop it or wait", 409)
+        if conversation.model not in (None, spec) or conversation.dialect not in (None, dialect):
+            raise Refused(f"this conversation uses {conversation.model} ({conversation.dialect}); start a new one "
+                          "to change them", 409)  # fmt: skip
+        conversation.model, conversation.dialect = spec, dialect
+        agent_config = AgentConfig(
+            dialect=dialect, max_turns=config.max_turns, require_isolation=config.require_isolation
+        )
+        queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+
+        def emit(event: str, data: dict[str, Any]) -> None:
+            queue.put_nowait((event, data))
+
+        async def run() -> None:
+            try:
+                model = await models.get(spec)
+                await conversation.ask(question, model, agent_config, emit)
+            except asyncio.CancelledError:
+                emit("stopped", {"turns": 0})
+            except DatalystError as exc:
+                emit("error", {"message": str(exc)})
+            except Exception as exc:  # the stream must end with a reason whatever went wrong
+                log.exception("question %r failed", question)
+                emit("error", {"message": f"internal error: {type(exc).__name__}: {exc}"})
+            finally:
+                queue.put_nowait(None)
+
+        conversation.running = asyncio.get_running_loop().create_task(run())
+        return StreamingResponse(_stream(request, queue, conversation, conversations), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})  # fmt: skip
+
+    async def stop(request: Request) -> Response:
+        conversation = conversations.get(request.path_params["id"])
+        if conversation.busy and conversation.running is not None:
+            conversation.running.cancel()
+        return JSONResponse({"stopped": True})
+
+    async def close(request: Request) -> Response:
+        await conversations.close(request.path_params["id"])
+        return JSONResponse({"closed": True})
+
+    async def download(request: Request) -> Response:
+        conversation = conversations.get(request.path_params["id"])
+        if not conversation.trajectories:
+            raise Refused("nothing to download yet: ask a question first")
+        if request.path_params["kind"] == "notebook":
+            import nbformat
+
+            body, media, name = (
+                nbformat.writes(to_notebook(*conversation.trajectories)),
+                "application/x-ipynb+json",
+                "ipynb",
+            )
+        else:
+            body, media, name = to_html(*conversation.trajectories), "text/html", "html"
+        disposition = f'attachment; filename="datalyst-{conversation.id}.{name}"'
+        headers = {"Content-Disposition": disposition, "Content-Security-Policy": TRAJECTORY_POLICY}
+        return Response(body, media_type=media, headers=headers)
+
+    # -- Runs and Data -------------------------------------------------------------------------------------
+
+    def runs_root() -> Path:
+        if config.runs is None:
+            raise Refused("this server was started without a runs folder (--runs)")
+        return config.runs
+
+    async def runs(request: Request) -> Response:
+        return JSONResponse(await asyncio.to_thread(_browse.list_runs, runs_root()) if config.runs else [])
+
+    async def run_report(request: Request) -> Response:
+        return JSONResponse(await asyncio.to_thread(_browse.run_report, runs_root(), _param(request, "run")))
+
+    async def run_rows(request: Request) -> Response:
+        rows = await asyncio.to_thread(
+            _browse.run_rows, runs_root(), _param(request, "run"), dict(request.query_params)
+        )
+        return JSONResponse(rows)
+
+    async def run_page(request: Request) -> Response:
+        page = await asyncio.to_thread(
+            _browse.run_page, runs_root(), _param(request, "run"), _param(request, "dialect"), _param(request, "id")
+        )
+        return HTMLResponse(page, headers={"Content-Security-Policy": TRAJECTORY_POLICY})
+
+    async def run_chart(request: Request) -> Response:
+        chart = _browse.run_folder(runs_root(), _param(request, "run")) / "chart.png"
+        if not chart.is_file():
+            raise Refused("this run has no chart")
+        return FileResponse(chart, media_type="image/png")
+
+    async def compare(request: Request) -> Response:
+        result = await asyncio.to_thread(_browse.compare, runs_root(), _param(request, "a"), _param(request, "b"))
+        return JSONResponse(result)
+
+    async def data(request: Request) -> Response:
+        return JSONResponse(await asyncio.to_thread(_browse.list_data, config.data))
+
+    def data_path(request: Request) -> Path:
+        try:
+            root = int(request.query_params.get("root", "0"))
+        except ValueError:
+            raise Refused("root must be a number", 400) from None
+        return _browse.data_file(config.data, root, _param(request, "name"))
+
+    async def data_rows(request: Request) -> Response:
+        path = data_path(request)
+        return JSONResponse(await asyncio.to_thread(_browse.data_rows, path, dict(request.query_params)))
+
+    async def data_page(request: Request) -> Response:
+        page = await asyncio.to_thread(_browse.data_page, data_path(request), _param(request, "id"))
+        return HTMLResponse(page, headers={"Content-Security-Policy": TRAJECTORY_POLICY})
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Content-Security-Policy": PAGE_POLICY})
+
+    routes = [
+        Route("/", index),
+        Route("/api/info", info),
+        Route("/api/conversations", open_conversation, methods=["POST"]),
+        Route("/api/conversations/{id}/ask", ask, methods=["POST"]),
+        Route("/api/conversations/{id}/stop", stop, methods=["POST"]),
+        Route("/api/conversations/{id}/close", close, methods=["POST"]),
+        Route("/api/conversations/{id}", close, methods=["DELETE"]),
+        Route("/api/conversations/{id}/{kind:str}", download),
+        Route("/api/runs", runs),
+        Route("/api/runs/report", run_report),
+        Route("/api/runs/rows", run_rows),
+        Route("/api/runs/page", run_page),
+        Route("/api/runs/chart", run_chart),
+        Route("/api/runs/compare", compare),
+        Route("/api/data", data),
+        Route("/api/data/rows", data_rows),
+        Route("/api/data/page", data_page),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(AccessGuard, token=config.token, loopback=config.loopback)],
+        exception_handlers={Refused: _refused, DatalystError: _failed},
+    )
+    app.state.conversations = conversations
+    return app
+
+
+async def _stream(
+    request: Request,
+    queue: asyncio.Queue[tuple[str, dict[str, Any]] | None],
+    conversation: Conversation,
+    conversations: Conversations,
+) -> AsyncIterator[str]:
+    """Server-sent events until the question ends; a page that goes away mid-answer closes its conversation."""
+    gone = asyncio.ensure_future(_disconnected(request))
+    ended = False
+    try:
+        while True:
+            item = asyncio.ensure_future(queue.get())
+            await asyncio.wait({item, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not item.done():
+                item.cancel()
+                break
+            if (event := item.result()) is None:
+                ended = True
+                break
+            name, data = event
+            yield f"event: {name}\ndata: {json.dumps(data)}\n\n"
+    finally:
+        gone.cancel()
+        if not ended:
+            conversations.close_soon(conversation.id)
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client has gone (its request body was read already, so only that message is left)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _save(upload: UploadFile, folder: Path, limit: int) -> Path:
+    name = SAFE_NAME.sub("_", Path(upload.filename or "").name).strip(" .")
+    if not name:
+        raise Refused("an uploaded file has no usable name", 400)
+    if Path(name).suffix.lower() not in DATA_SUFFIXES:
+        raise Refused(f"{name}: not a data file ({', '.join(sorted(DATA_SUFFIXES))})", 400)
+    target, written = folder / name, 0
+    with target.open("wb") as out:
+        while chunk := await upload.read(2**20):
+            written += len(chunk)
+            if written > limit:
+                raise Refused(f"{name} is larger than {_mb(limit)}", 413)
+            out.write(chunk)
+    return target
+
+
+def _describe(path: Path) -> dict[str, Any]:
+    """A file's kind and tables, read as the agent will read it (an unreadable file is refused in one line)."""
+    try:
+        info = describe(path)
+    except DatalystError as exc:
+        raise Refused(str(exc).splitlines()[0], 400) from None
+    tables = [{"name": t.name, "rows": t.row_count, "columns": t.column_count} for t in info.tables]
+    return {"name": path.name, "kind": info.kind.value, "bytes": info.size_bytes, "tables": tables}
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise Refused("the request body must be JSON", 400) from None
+    if not isinstance(body, dict):
+        raise Refused("the request body must be a JSON object", 400)
+    return body
+
+
+def _param(request: Request, name: str) -> str:
+    value = request.query_params.get(name)
+    if not value:
+        raise Refused(f"missing query parameter {name!r}", 400)
+    return value
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:g} MB"
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Refused)
+    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+
+async def _failed(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}, status_code=400)
