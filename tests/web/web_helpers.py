@@ -16,6 +16,7 @@ import uvicorn
 from datalyst.agent import AgentConfig
 from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval
 from datalyst.llm import ReplayModel
+from datalyst.tasks import load_dabench, write_tasks
 from datalyst.web import ServeConfig, create_app
 
 TOKEN = "test-token"
@@ -88,8 +89,11 @@ def live_server(config: ServeConfig) -> Iterator[tuple[str, Any]]:
 
 
 def eval_run(out: Path, outputs: list[str], *, trials: int = 2) -> Path:
-    """A finished DABench run of 3 questions by a recorded model."""
-    config = EvalConfig(bench="dabench", subset=3, model="replay", dialects=["datamind"], trials=trials,
+    """A finished run of the first three DABench questions (0, 5, 6) by a recorded model."""
+    out.mkdir(parents=True)
+    tasks = out.parent / f"{out.name}-tasks.jsonl"
+    write_tasks(load_dabench()[:3], tasks)
+    config = EvalConfig(bench="tasks", bench_path=str(tasks), model="replay", dialects=["datamind"], trials=trials,
                         agent=AgentConfig(sampling=EVAL_SAMPLING, max_turns=3), concurrency=2)  # fmt: skip
     run_eval(config, out, ReplayModel(outputs, per_turn=True), progress=False)
     return out

@@ -258,7 +258,7 @@ async function openData() {
   if (dataFiles === null) {
     dataFiles = await api("/api/data");
     $("data-file").replaceChildren(el("option", { value: "" }, "choose a file"),
-      dataFiles.map((f, i) => el("option", { value: i }, `${f.name} (${f.kind})`)));
+      ...dataFiles.map((f, i) => el("option", { value: i }, `${f.name} (${f.kind})`)));
     $("data-file").addEventListener("change", () => loadDataRows({}));
   }
 }

@@ -1,0 +1,125 @@
+"""The app in headless Chromium (Debian's package, driven by Playwright): ask and watch the answer stream in,
+download the notebook, open a run and a failed trajectory, compare two runs, browse a tasks file.
+
+Set DATALYST_SCREENSHOTS to a folder to save a screenshot of each page there (docs/web.md shows them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from web_helpers import NO_ANSWER, RIGHT_FOR_Q0, TOKEN, eval_run, live_server, serve_config
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (.ci/run installs it)")
+expect = pytest.importorskip("playwright.sync_api").expect
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, dabench_tables):
+    root = tmp_path_factory.mktemp("served")
+    eval_run(root / "runs" / "baseline", NO_ANSWER)
+    eval_run(root / "runs" / "better", RIGHT_FOR_Q0)
+    config = serve_config(root, runs=root / "runs", data=[root / "runs"])
+    with live_server(config) as (base, app):
+        yield base, app
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(server, browser):  # the server first: its eval runs need a thread without Playwright's loop
+    base, _ = server
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{base}/?token={TOKEN}")
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> None:
+    folder = os.environ.get("DATALYST_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def test_asking_streams_cells_outputs_a_figure_and_the_answer_then_the_notebook_downloads(page, examples_dir, server):
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    page.fill("#question", "How many rows does the file have?")
+    page.click("#ask")
+    page.wait_for_selector(".final")
+    assert page.locator(".exchange .question").inner_text() == "How many rows does the file have?"
+    assert page.locator("pre.code").count() == 2
+    assert page.locator(".output").first.inner_text().strip() == "60"
+    assert page.locator("img.figure").count() == 1
+    assert page.locator(".final").inner_text() == "@rows[20]"
+    assert page.locator("#files-info").inner_text().startswith("sales.csv (csv, 60 rows")
+    page.fill("#question", "And the largest sale?")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".exchange:nth-child(2) .final")
+    assert page.locator(".exchange:nth-child(2) .tag").inner_text() == "follow-up"
+    screenshot(page, "ask")
+    with page.expect_download() as download:
+        page.click("#download-notebook")
+    notebook = nbformat.read(download.value.path(), as_version=4)
+    nbformat.validate(notebook)
+    assert sum(cell.cell_type == "code" for cell in notebook.cells) == 3
+    page.click("#new-conversation")
+    _, app = server
+    expect(page.locator("#transcript > *")).to_have_count(0)
+    assert len(app.state.conversations) == 0
+
+
+def test_a_run_shows_its_report_and_a_failed_trajectory(page):
+    page.click("nav a[data-page=runs]")
+    page.wait_for_selector("#runs-table tbody tr")
+    assert page.locator("#runs-table tbody tr").count() == 2
+    screenshot(page, "runs")
+    page.click("text=better")
+    page.wait_for_selector("#run-rows tbody tr")
+    assert "33.3" in page.locator("#run-summary").inner_text()
+    assert page.locator(".chart .bar-row").count() >= 1
+    page.select_option("#run-filters select[data-facet=verdict]", "wrong")
+    expect(page.locator("#run-count")).to_have_text("4 of 6 trajectories")
+    page.locator("#run-rows tbody tr a").first.click()
+    expect(page.frame_locator("#run-trajectory").locator("body")).to_contain_text("@mean_fare[34.65]")
+    screenshot(page, "run")
+
+
+def test_two_runs_compare(page):
+    page.goto(page.url.split("#")[0] + "#/runs")
+    page.wait_for_selector("#runs-table tbody tr")
+    for box in page.locator("#runs-table input[type=checkbox]").all():
+        box.check()
+    page.click("#compare")
+    page.wait_for_selector("#compare-table tbody tr")
+    rows = page.locator("#compare-table tbody tr")
+    assert rows.count() == 2 and "pass@1" in rows.first.inner_text()
+    assert "significant" in rows.first.inner_text()
+    screenshot(page, "compare")
+
+
+def test_a_tasks_file_is_browsed_with_filters(page):
+    page.click("nav a[data-page=data]")
+    page.wait_for_selector("#data-file option:nth-child(2)", state="attached")
+    label = page.locator("#data-file option", has_text="better/tasks.jsonl").inner_text()
+    page.select_option("#data-file", label=label)
+    page.wait_for_selector("#data-rows tbody tr")
+    assert page.locator("#data-count").inner_text() == "3 of 3 tasks"
+    screenshot(page, "data")
