@@ -98,7 +98,8 @@ def test_older_records_are_migrated_and_newer_ones_refused(tmp_path):
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps(old) + "\n")
     [migrated] = read_trajectories(path)
-    assert migrated.trial == 2 and migrated.schema_version == SCHEMA_VERSION and migrated.turns[0].text == "<answer>1</answer>"
+    assert migrated.trial == 2 and migrated.schema_version == SCHEMA_VERSION
+    assert migrated.turns[0].text == "<answer>1</answer>"
     schema_2 = json.loads(record("x", 0).model_dump_json()) | {"schema_version": 2}  # before Turn.first_token_s
     path.write_text(json.dumps(schema_2) + "\n")
     assert read_trajectories(path)[0].schema_version == SCHEMA_VERSION

@@ -63,7 +63,8 @@ def test_a_run_shows_its_report_chart_and_filtered_trajectories(client):
 def test_two_runs_compare_as_eval_compare_does(client, runs):
     compared = get(client, "/api/runs/compare", a="eval/silent", b="eval/good")
     expected = compare_runs(runs / "eval" / "silent", runs / "eval" / "good")
-    assert compared["text"] == expected.render()
+    assert compared["text"] == expected.model_copy(update={"run_a": "eval/silent", "run_b": "eval/good"}).render()
+    assert str(runs) not in compared["text"]
     [dialect] = compared["dialects"]
     assert dialect["pass_at_1"]["b"] == pytest.approx(1 / 3) and dialect["pass_at_1"]["a"] == 0
     assert dialect["pass_at_1"]["significant"] == expected.dialects[0].pass_at_1.is_significant

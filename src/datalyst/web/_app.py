@@ -335,7 +335,7 @@ def _describe(path: Path) -> dict[str, Any]:
     try:
         info = describe(path)
     except DatalystError as exc:
-        raise Refused(str(exc).splitlines()[0], 400) from None
+        raise Refused(str(exc).splitlines()[0].replace(str(path), path.name), 400) from None  # not the server's paths
     tables = [{"name": t.name, "rows": t.row_count, "columns": t.column_count} for t in info.tables]
     return {"name": path.name, "kind": info.kind.value, "bytes": info.size_bytes, "tables": tables}
 

@@ -98,8 +98,8 @@ def run_page(root: Path, run_id: str, dialect: str, trajectory_id: str) -> str:
 def compare(root: Path, run_a: str, run_b: str) -> dict[str, Any]:
     """``datalyst eval compare`` of two runs: B - A on their shared tasks, with paired tests."""
     comparison = compare_runs(run_folder(root, run_a), run_folder(root, run_b))
-    payload = comparison.model_dump(mode="json")
-    payload["run_a"], payload["run_b"], payload["text"] = run_a, run_b, comparison.render()
+    comparison = comparison.model_copy(update={"run_a": run_a, "run_b": run_b})  # names, not the server's paths
+    payload = comparison.model_dump(mode="json") | {"text": comparison.render()}
     for dialect, compared in zip(payload["dialects"], comparison.dialects, strict=True):
         for name in ("pass_at_1", "pass_at_k"):
             dialect[name]["significant"] = getattr(compared, name).is_significant

@@ -184,7 +184,7 @@ async function openRuns(runId, query) {
 }
 
 function pickForComparison() {
-  const picked = [...$("runs-table").querySelectorAll("input:checked")].map((box) => box.value);
+  const picked = [...$("runs-table").querySelectorAll("input:checked")].map((box) => box.value).reverse();  // older first: A
   $("compare").disabled = picked.length !== 2;
   $("compare").onclick = () => { location.hash = `#/runs/?a=${encodeURIComponent(picked[0])}&b=${encodeURIComponent(picked[1])}`; };
 }
@@ -247,6 +247,7 @@ async function openComparison(a, b) {
       el("td", {}, `${pct(diff.delta.value)} [${pct(diff.delta.low)}, ${pct(diff.delta.high)}]`),
       el("td", {}, diff.p_value.toFixed(3)), el("td", {}, diff.significant ? "significant" : "not significant"));
   })));
+  $("compare-runs").textContent = `A = ${result.run_a}, B = ${result.run_b}: B - A on the tasks both ran`;
   $("compare-text").textContent = result.text;
 }
 
