@@ -4,7 +4,8 @@ One question about ``examples/sales.csv``, answered by a recorded model (``repla
 per turn to stand in for a model writing), in one run, alternating:
 
     (a) ask       what ``datalyst ask`` does, in process: load the model, ``Agent.arun`` with ``on_turn`` (ask prints
-                  each turn from there, once its cell has run); the time to the first turn
+                  each turn from there, once its cell has run); the time to the first turn. The file is a new copy
+                  each time, as an upload is (a description of a file is remembered by path)
     (b) web       a running ``datalyst serve`` (uvicorn in a thread, over loopback HTTP): upload the file, ask, read
                   the server-sent events; the time to the first ``turn`` event (the first cell has run: the same
                   point as (a)) and to the first ``step`` event (the page shows the cell before it runs)
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,8 +46,11 @@ FILE = REPO / "examples" / "sales.csv"
 QUESTION = "How many rows does the file have?"
 
 
-async def ask_in_process(spec: str) -> float:
-    """Seconds from the start of ``ask``'s work to its first turn."""
+async def ask_in_process(spec: str, folder: Path) -> float:
+    """Seconds from the start of ``ask``'s work to its first turn. The file is a new copy each time, as an upload
+    is, so that both ways describe it for the prompt (a new ``datalyst ask`` process always does)."""
+    copy = Path(tempfile.mkdtemp(dir=folder)) / FILE.name
+    shutil.copyfile(FILE, copy)
     began = time.perf_counter()
     first: list[float] = []
     model = load_model(spec)
@@ -55,7 +60,7 @@ async def ask_in_process(spec: str) -> float:
             first.append(time.perf_counter() - began)
 
     try:
-        task = Task(id="bench", question=QUESTION, files=[str(FILE)])
+        task = Task(id="bench", question=QUESTION, files=[str(copy)])
         await Agent(model, AgentConfig(max_turns=3)).arun(task, on_turn=on_turn)
     finally:
         await model.aclose()
@@ -103,9 +108,9 @@ def main() -> None:
         spec = script_spec(Path(folder) / "script.jsonl", SCRIPT, latency_s=args.latency)
         times: dict[str, list[float]] = {"ask": [], "web step": [], "web turn": [], "ask CLI": []}
         with live_server(serve_config(Path(folder), models=[spec])) as (base, _):
-            asyncio.run(ask_in_process(spec)), web(base)  # warm both: imports, the fork server, the file's description
+            asyncio.run(ask_in_process(spec, Path(folder))), web(base)  # warm both: imports, the fork server
             for _ in range(args.repeats):
-                times["ask"].append(asyncio.run(ask_in_process(spec)))
+                times["ask"].append(asyncio.run(ask_in_process(spec, Path(folder))))
                 step, turn = web(base)
                 times["web step"].append(step)
                 times["web turn"].append(turn)

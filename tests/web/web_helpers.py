@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from datalyst.agent import AgentConfig
 from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval
 from datalyst.llm import ReplayModel
 from datalyst.tasks import load_dabench, write_tasks
-from datalyst.web import ServeConfig, create_app
+from datalyst.web import ServeConfig, create_app, listen
 
 TOKEN = "test-token"
 HOST = "127.0.0.1"
@@ -71,8 +70,7 @@ def events(text: str) -> list[tuple[str, dict[str, Any]]]:
 def live_server(config: ServeConfig) -> Iterator[tuple[str, Any]]:
     """The app served by uvicorn on a free loopback port, in a thread: its base address and the app."""
     app = create_app(config)
-    listener = socket.socket()
-    listener.bind((HOST, 0))
+    listener = listen(HOST, 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -39,7 +38,7 @@ def serve_command(
     """Serve the web app: ask about files and watch the agent work, browse evaluation runs, tasks and trajectories."""
     import uvicorn
 
-    from datalyst.web import ServeConfig, create_app, is_loopback, new_token
+    from datalyst.web import ServeConfig, create_app, is_loopback, listen, new_token
 
     for folder in (runs, files, *(data or [])):
         if folder is not None and not folder.is_dir():
@@ -57,15 +56,9 @@ def serve_command(
         upload_bytes=int(max_upload_mb * 2**20),
         require_isolation=not allow_unisolated,
     )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listener.bind((host, port))
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
+    listener = listen(host, port)
     bound = listener.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    shown = f"[{host}]" if ":" in host else host
     console = Console(highlight=False, soft_wrap=True)
     console.print(f"datalyst is serving at [bold]http://{shown}:{bound}/?token={config.token}[/]")
     if not config.loopback:

@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from datalyst.agent import DIALECTS, AgentConfig, to_html, to_notebook
 from datalyst.data import DATA_SUFFIXES, describe
-from datalyst.errors import DatalystError
+from datalyst.errors import ConfigError, DatalystError
 from datalyst.web import _browse
 from datalyst.web._conversations import Conversation, Conversations, Models
 from datalyst.web._security import AccessGuard, Refused, inside
@@ -66,6 +67,20 @@ class ServeConfig(BaseModel):
     idle_s: float = Field(1800.0, gt=0)
     """Seconds after which an idle conversation (and its sandbox) is closed."""
     require_isolation: bool = True
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A bound socket for the server (``port`` 0 picks a free one). Small writes go out at once (no Nagle delay):
+    an event stream is many small writes, and each would otherwise wait for the client's delayed ACK."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted connections inherit it
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
+    return listener
 
 
 def create_app(config: ServeConfig) -> Starlette:
