@@ -69,10 +69,18 @@ def test_an_answer_streams_every_step_and_a_follow_up_sees_the_earlier_cells(cli
     page = client.get(f"/api/conversations/{opened['id']}/html", headers=headers())
     assert "attachment" in page.headers["content-disposition"] and "Largest sale?" in page.text
     assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert client.get(f"/api/conversations/{opened['id']}/pdf", headers=headers()).status_code == 404
     conversation = app.state.conversations.get(opened["id"])
     folder = conversation.folder
     assert client.delete(f"/api/conversations/{opened['id']}", headers=headers()).json() == {"closed": True}
     assert len(app.state.conversations) == 0 and not folder.exists()
+
+
+def test_a_closed_page_closes_its_conversation(client, app, examples_dir):
+    opened = upload(client, sales(examples_dir)).json()
+    beacon = client.post(f"/api/conversations/{opened['id']}/close", headers=headers())  # what the page sends
+    assert beacon.json() == {"closed": True} and len(app.state.conversations) == 0
+    assert client.post(f"/api/conversations/{opened['id']}/close", headers=headers()).status_code == 200
 
 
 def test_offered_files_are_chosen_by_name_inside_their_folder(client):

@@ -183,9 +183,7 @@ def create_app(config: ServeConfig) -> Starlette:
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})  # fmt: skip
 
     async def stop(request: Request) -> Response:
-        conversation = conversations.get(request.path_params["id"])
-        if conversation.busy and conversation.running is not None:
-            conversation.running.cancel()
+        conversations.get(request.path_params["id"]).stop()
         return JSONResponse({"stopped": True})
 
     async def close(request: Request) -> Response:
@@ -196,7 +194,10 @@ def create_app(config: ServeConfig) -> Starlette:
         conversation = conversations.get(request.path_params["id"])
         if not conversation.trajectories:
             raise Refused("nothing to download yet: ask a question first")
-        if request.path_params["kind"] == "notebook":
+        kind = request.path_params["kind"]
+        if kind not in ("notebook", "html"):
+            raise Refused(f"there is no {kind!r} download; there are notebook and html")
+        if kind == "notebook":
             import nbformat
 
             body, media, name = (

@@ -112,10 +112,14 @@ class Conversation:
         if state is not None:
             await state.sandbox.aclose()
 
-    async def aclose(self) -> None:
-        if self.busy:
-            assert self.running is not None
+    def stop(self) -> None:
+        """Stop the question under way, once: a second cancel would cut short the closing of its sandbox."""
+        if self.running is not None and not self.running.done() and not self.running.cancelling():
             self.running.cancel()
+
+    async def aclose(self) -> None:
+        if self.running is not None and not self.running.done():
+            self.stop()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.running
         await self.close_sandbox()
