@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -136,25 +137,40 @@ def test_a_model_server_that_is_down_ends_the_answer_with_a_reason(tmp_path, exa
         assert client.get("/api/info", headers=headers()).status_code == 200  # still serving
 
 
-def test_a_sandbox_killed_mid_cell_is_an_observation_not_a_server_failure(tmp_path, examples_dir):
+@pytest.fixture
+def slow(tmp_path, examples_dir):
+    """A live server whose model runs a 30-second cell, then gives up; a client, and a conversation about sales.csv."""
     script = [code("import time\ntime.sleep(30)"), answer("gave up")]
-    config = serve_config(tmp_path, models=[script_spec(tmp_path / "crash.jsonl", script)])
+    config = serve_config(tmp_path, models=[script_spec(tmp_path / "slow.jsonl", script)])
     with (
-        live_server(config) as (base, _),
+        live_server(config) as (base, app),
         httpx2.Client(base_url=base, headers=headers(base), timeout=60) as client,
     ):
         opened = client.post("/api/conversations", files=[("upload", sales(examples_dir))]).json()
-        with client.stream("POST", f"/api/conversations/{opened['id']}/ask", json={"question": "Crash?"}) as stream:
-            lines = stream.iter_lines()
-            while next(lines) != "event: step":
-                pass
-            time.sleep(1)
-            assert _kill_sandboxes() > 0
-            streamed = events("\n".join(lines).split("\n", 2)[-1])  # the rest, after the step's data line
-        turn = dict(streamed)["turn"] if streamed[0][0] != "turn" else streamed[0][1]
-        assert streamed[0][0] == "turn" and turn["ok"] is False
-        assert streamed[-1][0] == "answer" and streamed[-1][1]["answer"] == "gave up"
-        assert client.get("/api/info").status_code == 200
+        yield app, client, f"/api/conversations/{opened['id']}"
+
+
+def after_first_step(stream) -> Iterator[str]:
+    """The stream's lines, read up to the first step's event (the slow cell is then running, or about to)."""
+    lines = stream.iter_lines()
+    assert next(lines) == "event: question"
+    while next(lines) != "event: step":
+        pass
+    next(lines)  # its data
+    return lines
+
+
+def test_a_sandbox_killed_mid_cell_is_an_observation_not_a_server_failure(slow):
+    _, client, conversation = slow
+    with client.stream("POST", f"{conversation}/ask", json={"question": "Crash?"}) as stream:
+        lines = after_first_step(stream)
+        time.sleep(1)
+        assert _kill_sandboxes() > 0
+        streamed = events("\n".join(lines))
+    assert streamed[0][0] == "turn" and streamed[0][1]["ok"] is False
+    assert "WorkerCrashed" in streamed[0][1]["observation"]
+    assert streamed[-1] == ("answer", streamed[-1][1]) and streamed[-1][1]["answer"] == "gave up"
+    assert client.get("/api/info").status_code == 200
 
 
 def _kill_sandboxes() -> int:
@@ -172,47 +188,31 @@ def _kill_sandboxes() -> int:
     return len(workers)
 
 
-def test_stop_ends_the_answer_and_the_next_question_starts_afresh(tmp_path, examples_dir):
-    slow = script_spec(tmp_path / "slow.jsonl", [code("import time\ntime.sleep(30)")])
-    with (
-        live_server(serve_config(tmp_path, models=[slow])) as (base, app),
-        httpx2.Client(base_url=base, headers=headers(base), timeout=60) as client,
-    ):
-        opened = client.post("/api/conversations", files=[("upload", sales(examples_dir))]).json()
-        ask = f"/api/conversations/{opened['id']}/ask"
-        with client.stream("POST", ask, json={"question": "Slow?"}) as stream:
-            lines = stream.iter_lines()
-            assert next(lines) == "event: question"
-            while next(lines) != "event: step":
-                pass
-            began = time.monotonic()
-            assert client.post(f"/api/conversations/{opened['id']}/stop").json() == {"stopped": True}
-            rest = "\n".join(lines)
-        assert "event: stopped" in rest and time.monotonic() - began < 10
-        conversation = app.state.conversations.get(opened["id"])
-        assert conversation.state is None and conversation.trajectories[0].error == "stopped by the user"
-        with client.stream("POST", ask, json={"question": "Again?"}) as stream:
-            lines = stream.iter_lines()
-            assert next(lines) == "event: question" and '"follow_up": false' in next(lines)
-            client.post(f"/api/conversations/{opened['id']}/stop")
+def test_stop_ends_the_answer_and_the_next_question_starts_afresh(slow):
+    app, client, conversation = slow
+    with client.stream("POST", f"{conversation}/ask", json={"question": "Slow?"}) as stream:
+        lines = after_first_step(stream)
+        began = time.monotonic()
+        assert client.post(f"{conversation}/stop").json() == {"stopped": True}
+        assert [name for name, _ in events("\n".join(lines))] == ["stopped"]
+    assert time.monotonic() - began < 10
+    stopped = app.state.conversations.get(conversation.rsplit("/", 1)[1])
+    assert stopped.state is None and stopped.trajectories[0].error == "stopped by the user"
+    with client.stream("POST", f"{conversation}/ask", json={"question": "Again?"}) as stream:
+        lines = stream.iter_lines()
+        assert next(lines) == "event: question" and '"follow_up": false' in next(lines)
+        client.post(f"{conversation}/stop")
 
 
-def test_a_page_that_goes_away_mid_answer_closes_its_conversation(tmp_path, examples_dir):
-    slow = script_spec(tmp_path / "slow.jsonl", [code("import time\ntime.sleep(30)")])
-    with (
-        live_server(serve_config(tmp_path, models=[slow])) as (base, app),
-        httpx2.Client(base_url=base, headers=headers(base), timeout=60) as client,
-    ):
-        opened = client.post("/api/conversations", files=[("upload", sales(examples_dir))]).json()
-        with client.stream("POST", f"/api/conversations/{opened['id']}/ask", json={"question": "Slow?"}) as stream:
-            lines = stream.iter_lines()
-            while next(lines) != "event: step":
-                pass
-        deadline = time.monotonic() + 15
-        while len(app.state.conversations) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert len(app.state.conversations) == 0
-        assert client.get("/api/info").status_code == 200
+def test_a_page_that_goes_away_mid_answer_closes_its_conversation(slow):
+    app, client, conversation = slow
+    with client.stream("POST", f"{conversation}/ask", json={"question": "Slow?"}) as stream:
+        after_first_step(stream)
+    deadline = time.monotonic() + 15
+    while len(app.state.conversations) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(app.state.conversations) == 0
+    assert client.get("/api/info").status_code == 200
 
 
 def test_idle_conversations_are_closed(tmp_path, examples_dir):
