@@ -107,8 +107,8 @@ def _summary(tasks: list[Task], done: dict[str, UnitProgress], checks: Sequence[
         tasks=len(tasks),
         units=len(done),
         units_with_tasks=sum(entry.kept > 0 for entry in done.values()),
-        by_category=dict(sorted(Counter(task.category or "" for task in tasks).items())),
-        by_level=dict(sorted(Counter(task.level or "" for task in tasks).items())),
+        by_category=dict(sorted(Counter(task.category or "no category" for task in tasks).items())),
+        by_level=dict(sorted(Counter(task.level or "no level" for task in tasks).items())),
         by_format=dict(sorted(Counter(Path(task.files[0]).suffix.lstrip(".") for task in tasks if task.files).items())),
         rejected_by_check={check: rejected[check] for check in checks if rejected[check]},
     )
