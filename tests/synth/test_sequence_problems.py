@@ -64,7 +64,8 @@ def test_the_guide_keeps_sound_problems_and_repairs_or_drops_unclear_ones(replie
     guide = _guide(*(reply.format(**values) for reply in replies))
     assert asyncio.run(guide_level(problem, guide)) == expected
     first_request = guide.calls[0][0][-1].content
-    assert "Output:" not in first_request and f"n = {values['i']} and n = {values['b']}" in first_request
+    assert "Output:" not in first_request and f"a({values['i']}) and a({values['b']})" in first_request
+    assert first_request.endswith(f"\n{values['i']} -> ?\n{values['b']} -> ?")  # no example value to copy
     if len(replies) == 2:
         assert "a(0) = 1, a(1) = 1" in guide.calls[1][0][-1].content
 

@@ -33,7 +33,7 @@ from datalyst.tasks import Case, Lineage, Task
 GENERATOR_VERSION = 1
 SOURCE = "synth:sequences"
 CHECKS = ("ambiguous", "no_guide_reply")
-GUIDE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
+GUIDE_SAMPLING = SamplingParams(temperature=0.0, max_tokens=768)
 SHOWN = 8
 """Terms the statement lists (more for a rule to infer: see :func:`_shown`)."""
 
@@ -124,10 +124,13 @@ def problem_task(problem: Problem, *, seed: int, indexed: bool = False, level: s
 def guide_messages(problem: Problem, *, indexed: bool) -> list[ChatMessage]:
     """What the guide reads: the statement without the examples' outputs, and a request for them."""
     inputs = [case.input.strip() for case in problem.examples]
+    blanks = "\n".join(f"{n} -> ?" for n in inputs)
     request = (
         f"{problem.statement(indexed=indexed, outputs=False)}\n\n"
-        f"Do not write a program. Work out a(n) for n = {' and n = '.join(inputs)} from the statement alone, "
-        "then end your reply with one line per input in the form n -> a(n), e.g. 5 -> 42."
+        f"Do not write a program. Work out {' and '.join(f'a({n})' for n in inputs)} from the statement alone: a "
+        "term among the listed ones is read off the list (count the indices from the first one), the others "
+        "follow from the definition. Show your working briefly, then end your reply with these lines, each ? "
+        f"replaced by the value:\n{blanks}"
     )
     return [ChatMessage(role=Role.USER, content=request)]
 
