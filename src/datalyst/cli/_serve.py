@@ -25,7 +25,9 @@ def serve_command(
         "127.0.0.1"
     ),
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0 picks a free one).")] = 8765,
-    runs: Annotated[Path | None, typer.Option(help="Folder of evaluation runs for the Runs page.")] = None,
+    runs: Annotated[
+        Path | None, typer.Option(help="Folder of evaluation runs for the Runs page. [default: ./runs, if there]")
+    ] = None,
     data: Annotated[
         list[Path] | None, typer.Option(help="Folder of tasks and trajectories files for the Data page (repeatable).")
     ] = None,
@@ -40,6 +42,8 @@ def serve_command(
 
     from datalyst.web import ServeConfig, create_app, is_loopback, listen, new_token
 
+    if runs is None and Path("runs").is_dir():
+        runs = Path("runs")
     for folder in (runs, files, *(data or [])):
         if folder is not None and not folder.is_dir():
             raise ConfigError(f"{folder} is not a folder")
