@@ -111,6 +111,9 @@ def test_a_curation_run_shows_strata_and_drop_reasons(tmp_path, runs):
         assert get(client, "/api/data/rows", root=0, name="samples.jsonl", stratum="success")["matching"] == 1
         assert get(client, "/api/data/rows", root=0, name="samples.jsonl", reason="select: wrong_answer")["rows"][0][
             "id"] == dropped["id"]  # fmt: skip
+        run.dropped.write_text(json.dumps({"id": dropped["id"], "stage": "rules", "reason": "too_long"}) + "\n")
+        rows = get(client, "/api/data/rows", root=0, name="samples.jsonl")  # read again: the file changed
+        assert rows["facets"]["reason"] == ["rules: too_long"]
         page = get(client, "/api/data/page", root=0, name="kept.jsonl", id=kept["id"])
         assert page.status_code == 200 and "<section>" in page.text
         for params in [{"root": 1, "name": "samples.jsonl"}, {"root": "x", "name": "samples.jsonl"},

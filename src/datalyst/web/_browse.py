@@ -47,7 +47,7 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     runs = []
     for folder, files in _walk(root):
         if "report.json" in files and "verdicts.jsonl" in files:
-            report = _report(folder / "report.json", (folder / "report.json").stat().st_mtime_ns)
+            report = _report(folder / "report.json", _stamp(folder / "report.json"))
             config = report.config
             runs.append({
                 "id": folder.relative_to(root).as_posix(),
@@ -67,13 +67,21 @@ def run_folder(root: Path, run_id: str) -> Path:
 
 def run_report(root: Path, run_id: str) -> dict[str, Any]:
     path = run_folder(root, run_id) / "report.json"
-    return _report(path, path.stat().st_mtime_ns).model_dump(mode="json")
+    return _report(path, _stamp(path)).model_dump(mode="json")
 
 
 def run_rows(root: Path, run_id: str, filters: dict[str, str]) -> dict[str, Any]:
     """The run's trajectories as rows (question, verdict, answer, gold answer), filtered by ``verdict``
     (right, wrong, unanswered), ``category``, ``level`` and ``dialect``."""
     folder = run_folder(root, run_id)
+    rows = _run_rows(folder, _stamp(folder / "verdicts.jsonl", folder / "report.json"))
+    return _filtered(rows, filters, ("verdict", "category", "level", "dialect"))
+
+
+@functools.lru_cache(maxsize=8)
+def _run_rows(folder: Path, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Every row of a run, remembered while its verdicts and report stay the same (``stamp``): a filter
+    applied again must not read every trajectory again."""
     tasks = {task.id: task for task in read_tasks(folder / "tasks.jsonl")}
     answers = {(t.dialect, t.id): t.answer for t in _run_trajectories(folder)}
     rows = []
@@ -85,7 +93,7 @@ def run_rows(root: Path, run_id: str, filters: dict[str, str]) -> dict[str, Any]
             "score": verdict.score, "detail": verdict.detail, "answer": _clip(answers.get((verdict.dialect,
             verdict.trajectory_id))), **_task_fields(task),
         })  # fmt: skip
-    return _filtered(rows, filters, ("verdict", "category", "level", "dialect"))
+    return rows
 
 
 def run_page(root: Path, run_id: str, dialect: str, trajectory_id: str) -> str:
@@ -110,8 +118,20 @@ def _run_trajectories(folder: Path) -> list[Trajectory]:
     return run_trajectories(folder, read_config(folder))
 
 
+def _stamp(*paths: Path) -> tuple[tuple[int, int] | None, ...]:
+    """What changes when any of ``paths`` is written: each one's modification time and size (None if absent)."""
+    return tuple((stat.st_mtime_ns, stat.st_size) if (stat := _stat(path)) else None for path in paths)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
 @functools.lru_cache(maxsize=64)
-def _report(path: Path, mtime_ns: int) -> EvalReport:
+def _report(path: Path, stamp: tuple[Any, ...]) -> EvalReport:
     return EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
 
 
@@ -141,18 +161,23 @@ def data_file(roots: list[Path], root: int, name: str) -> Path:
 def data_rows(path: Path, filters: dict[str, str]) -> dict[str, Any]:
     """A tasks file's tasks, or a trajectories file's trajectories (with the stratum curation gave each kept one
     and the reason it dropped the others), as rows filtered by category, level, stratum and drop reason."""
+    run = RunFolder(path.parent)
+    rows = _data_rows(path, _stamp(path, run.kept, run.dropped))
+    facets = ("category", "level") if _kind(path) == "tasks" else ("category", "level", "stratum", "reason")
+    return _filtered(rows, filters, facets)
+
+
+@functools.lru_cache(maxsize=8)
+def _data_rows(path: Path, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Every row of a file, remembered while it (and the curation files beside it) stay the same."""
     if _kind(path) == "tasks":
-        rows = [{**_task_fields(task), "answer": _clip(task.answer)} for task in read_tasks(path)]
-        return _filtered(rows, filters, ("category", "level"))
+        return [{**_task_fields(task), "answer": _clip(task.answer)} for task in read_tasks(path)]
     strata, reasons = _curation(path.parent)
-    rows = []
-    for trajectory in _trajectories(path):
-        rows.append({
-            **_task_fields(trajectory.task), "id": trajectory.id, "answer": _clip(trajectory.answer),
-            "termination": trajectory.termination.value, "turns": len(trajectory.turns),
-            "stratum": strata.get(trajectory.id), "reason": reasons.get(trajectory.id),
-        })  # fmt: skip
-    return _filtered(rows, filters, ("category", "level", "stratum", "reason"))
+    return [{
+        **_task_fields(trajectory.task), "id": trajectory.id, "answer": _clip(trajectory.answer),
+        "termination": trajectory.termination.value, "turns": len(trajectory.turns),
+        "stratum": strata.get(trajectory.id), "reason": reasons.get(trajectory.id),
+    } for trajectory in _trajectories(path)]  # fmt: skip
 
 
 def data_page(path: Path, trajectory_id: str) -> str:
