@@ -68,6 +68,10 @@ class ServeConfig(BaseModel):
     """Seconds after which an idle conversation (and its sandbox) is closed."""
     require_isolation: bool = True
 
+    def dialect_of(self, spec: str) -> str:
+        """The dialect a model is asked in unless the page picks another: its trained one, else datamind."""
+        return self.dialects.get(spec, "datamind")
+
 
 def listen(host: str, port: int) -> socket.socket:
     """A bound socket for the server (``port`` 0 picks a free one). Small writes go out at once (no Nagle delay):
@@ -111,7 +115,7 @@ def create_app(config: ServeConfig) -> Starlette:
             offered = sorted(path.relative_to(config.files).as_posix() for path in config.files.rglob("*")
                              if path.is_file() and path.suffix.lower() in DATA_SUFFIXES)  # fmt: skip
         return JSONResponse({
-            "models": [{"spec": spec, "dialect": config.dialects.get(spec, "datamind")} for spec in config.models],
+            "models": [{"spec": spec, "dialect": config.dialect_of(spec)} for spec in config.models],
             "dialects": list(DIALECTS), "files": offered[:1000], "runs": config.runs is not None,
             "limits": {"upload_bytes": config.upload_bytes, "upload_files": config.upload_files},
         })  # fmt: skip
@@ -145,7 +149,7 @@ def create_app(config: ServeConfig) -> Starlette:
         body = await _json(request)
         question = str(body.get("question") or "").strip()
         spec = str(body.get("model") or conversation.model or config.models[0])
-        dialect = str(body.get("dialect") or conversation.dialect or config.dialects.get(spec, "datamind"))
+        dialect = str(body.get("dialect") or conversation.dialect or config.dialect_of(spec))
         if not question or len(question) > MAX_QUESTION:
             raise Refused(f"write a question of 1 to {MAX_QUESTION} characters", 400)
         if spec not in config.models or dialect not in DIALECTS:
