@@ -196,12 +196,10 @@ def _trajectories(path: Path) -> list[Trajectory]:
 def _curation(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Stratum by trajectory id (kept ones) and drop reason by id, when ``folder`` is a curation run."""
     run = RunFolder(folder)
-    strata = {json.loads(line)["id"]: json.loads(line)["stratum"] for line in _lines(run.kept)}
-    reasons = {}
-    for line in _lines(run.dropped):
-        record = json.loads(line)
-        reasons[record["id"]] = f"{record['stage']}: {record['reason']}"
-    return strata, reasons
+    kept = [json.loads(line) for line in _lines(run.kept)]
+    dropped = [json.loads(line) for line in _lines(run.dropped)]
+    return ({record["id"]: record["stratum"] for record in kept},
+            {record["id"]: f"{record['stage']}: {record['reason']}" for record in dropped})  # fmt: skip
 
 
 def _kind(path: Path) -> str | None:
