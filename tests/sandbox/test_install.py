@@ -47,3 +47,13 @@ def test_modules_outside_the_allowlist_are_never_installed(tmp_path, wheel):
         result = sb.run_python(CODE)
     assert result.error.ename == "ModuleNotFoundError"
     assert not (tmp_path / "site" / "dltiny").exists()
+
+
+@pytest.mark.parametrize("mode", ["replay", "session"])
+def test_a_cell_rerun_after_an_install_runs_once_when_replayed(tmp_path, wheel, mode):
+    installer = AutoInstaller({"dltiny": str(wheel)}, target_dir=tmp_path / "site", pip_args=["--no-index"])
+    with Sandbox(mode=mode, limits=Limits(wall_s=10), auto_install=installer) as sb:
+        assert sb.run_python("import dltiny\nopen('log.txt', 'a').write('ran ')").ok
+        with sb.fork(how="replay") as fork:
+            result = fork.run_python("print(open('log.txt').read())")
+    assert result.stdout == "ran \n" and not result.replay_mismatch

@@ -237,6 +237,8 @@ class Sandbox:
             result = self._run_cell(code, name)
             missing = result.error.missing_module if result.error else None
             if self.auto_install and missing and self.auto_install.install(missing):
+                if self._history and self._history[-1].label == name:
+                    self._history.pop()  # the attempt that lacked the module: a replay runs the cell once
                 result = self._run_cell(code, name)
         return result
 
