@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import io
 import linecache
+import marshal
 import os
 import pickle
 import random
@@ -27,9 +28,10 @@ import sys
 import threading
 import types
 import warnings
+from collections import ChainMap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import cloudpickle
 import matplotlib
@@ -76,9 +78,19 @@ class _Sink(io.BytesIO):
         return super().write(data)
 
 
+def _code_reduce(code: types.CodeType) -> tuple[Any, tuple[bytes]]:
+    return marshal.loads, (marshal.dumps(code),)
+
+
 class _Pickler(cloudpickle.Pickler):
     """Functions defined in cells keep ``namespace`` as their globals; the worker's own helpers and closed
     files go by a name (see ``_Unpickler``)."""
+
+    # Code goes whole, by marshal (the fork runs the same interpreter): cloudpickle from 3.1.3 names every
+    # code object's file "<dynamic-code>", and a fork's tracebacks would lose the lines of earlier cells.
+    dispatch_table: ClassVar[ChainMap[type, Any]] = ChainMap(
+        {types.CodeType: _code_reduce}, cloudpickle.Pickler.dispatch_table
+    )
 
     def __init__(self, sink: io.BytesIO, namespace: dict[str, Any] | None, helpers: dict[str, Any]) -> None:
         super().__init__(sink, protocol=pickle.HIGHEST_PROTOCOL)
