@@ -161,16 +161,16 @@ def data_file(roots: list[Path], root: int, name: str) -> Path:
 def data_rows(path: Path, filters: dict[str, str]) -> dict[str, Any]:
     """A tasks file's tasks, or a trajectories file's trajectories (with the stratum curation gave each kept one
     and the reason it dropped the others), as rows filtered by category, level, stratum and drop reason."""
-    run = RunFolder(path.parent)
-    rows = _data_rows(path, _stamp(path, run.kept, run.dropped))
-    facets = ("category", "level") if _kind(path) == "tasks" else ("category", "level", "stratum", "reason")
+    run, kind = RunFolder(path.parent), _kind(path)
+    rows = _data_rows(path, kind, _stamp(path, run.kept, run.dropped))
+    facets = ("category", "level") if kind == "tasks" else ("category", "level", "stratum", "reason")
     return _filtered(rows, filters, facets)
 
 
 @functools.lru_cache(maxsize=8)
-def _data_rows(path: Path, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Every row of a file, remembered while it (and the curation files beside it) stay the same."""
-    if _kind(path) == "tasks":
+def _data_rows(path: Path, kind: str | None, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Every row of a file of ``kind``, remembered while it (and the curation files beside it) stay the same."""
+    if kind == "tasks":
         return [{**_task_fields(task), "answer": _clip(task.answer)} for task in read_tasks(path)]
     strata, reasons = _curation(path.parent)
     return [{
