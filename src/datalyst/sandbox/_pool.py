@@ -15,7 +15,8 @@ from datalyst.sandbox._sandbox import Sandbox
 
 
 class SandboxPool:
-    """Hands out sandboxes to concurrent trajectories, at most ``max_concurrent`` alive at once.
+    """Hands out sandboxes to concurrent trajectories, at most ``max_concurrent`` alive at once (their forks
+    are not counted: a search bounds its own, see ``MCTSConfig.max_live``).
 
     Every sandbox forks its worker from the same warm fork server (the libraries of ``PREINSTALLED``
     already loaded, pages shared copy-on-write), and the worker is started as soon as the
