@@ -169,7 +169,7 @@ def test_scoring_runs_only_what_a_cached_conversation_does_not_share(tiny_model:
     from datalyst.train._scorer import LoadedScorer, encode
 
     saved_scorer(tiny_model, tmp_path / "value", seed=2, dropout=0.0)
-    loaded = LoadedScorer(tmp_path / "value", name="value", cached=2)
+    loaded = LoadedScorer(tmp_path / "value", name="value")
     ran = []
     loaded.scorer.backbone.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
                                                     with_kwargs=True)  # fmt: skip
@@ -188,10 +188,26 @@ def test_scoring_runs_only_what_a_cached_conversation_does_not_share(tiny_model:
         ran.clear()
         assert loaded.predict(messages)["value"] == pytest.approx(whole, abs=1e-5)
         assert ran == [max(len(ids) - shared, 1)]
-    assert len(loaded._prefixes) == 2  # the last two conversations
     child_ids = encode(child, loaded.tokenizer)
     shared_by = [common_prefix(child_ids, encode(m, loaded.tokenizer)) for m in (sibling, grandchild)]
     assert 0 < shared_by[0] < len(child_ids) == shared_by[1]  # a sibling crops, a child extends
+    other = tuple(encode([ChatMessage(role=Role.USER, content="Other.")], loaded.tokenizer))
+    assert list(loaded._prefixes)[-2:] == [tuple(child_ids), other]  # kept in the order last scored
+    # a budget of what the last two hold keeps those two: the oldest go first
+    loaded.cache_bytes = loaded.token_bytes * (len(child_ids) + len(other))
+    loaded.predict(child)
+    assert list(loaded._prefixes) == [other, tuple(child_ids)]
+
+
+def test_a_cached_token_costs_what_its_keys_values_and_sum_take(tiny_model: Path, tmp_path: Path) -> None:
+    from datalyst.train._scorer import LoadedScorer
+
+    saved_scorer(tiny_model, tmp_path / "value", seed=2, dropout=0.0)
+    loaded = LoadedScorer(tmp_path / "value", name="value")
+    loaded.predict([ChatMessage(role=Role.USER, content="Count the rows of the file.")])
+    [(ids, prefix)] = loaded._prefixes.items()
+    tensors = [t for layer in prefix.cache.layers for t in (layer.keys, layer.values)] + [prefix.sums]
+    assert loaded.token_bytes * len(ids) == sum(t.nbytes for t in tensors)
 
 
 def test_long_states_are_left_out_and_counted(tiny_model: Path, tmp_path: Path) -> None:

@@ -184,14 +184,16 @@ def save_scorer(scorer: Scorer, folder: Path, card: ScoringCard, *, name: str) -
 class LoadedScorer:
     """A saved scorer ready to score conversations: LoRA merged into the weights, eval mode, no gradients.
 
-    Search and the reward model score conversations that extend ones scored just before (a child state, the
-    next step of a trajectory), so the last ``cached`` conversations keep the backbone's key/value cache and
-    the running sum of its last hidden states: a conversation sharing a prefix with one of them runs only its
-    new tokens. The causal backbone gives the prefix the same states either way, so the score is the one a
-    whole forward pass gives, up to float rounding. Thread-safe: one conversation is scored at a time.
+    Search and the reward model score conversations that extend ones scored before (a child state, the next
+    step of a trajectory), so the last conversations scored keep the backbone's key/value cache and the
+    running sum of its last hidden states, as many as ``cache_mb`` holds: a conversation sharing a prefix with
+    one of them runs only its new tokens. The budget is in memory, not conversations, so that concurrent
+    searches, whose states interleave, still find their parents. The causal backbone gives the prefix the same
+    states either way, so the score is the one a whole forward pass gives, up to float rounding. Thread-safe:
+    one conversation is scored at a time.
     """
 
-    def __init__(self, path: str | Path, *, name: str, device: str = "cpu", cached: int = 8) -> None:
+    def __init__(self, path: str | Path, *, name: str, device: str = "cpu", cache_mb: float = 2048) -> None:
         from safetensors.torch import load_file
 
         folder = _model_folder(Path(path), name)
@@ -202,7 +204,8 @@ class LoadedScorer:
         self.scorer = Scorer(policy.model.merge_and_unload(), outputs=len(self.card.outputs), dropout=self.card.dropout)
         self.scorer.head.load_state_dict(load_file(folder / "head.safetensors"))
         self.scorer.to(device).eval()
-        self.cached = cached
+        self.cache_bytes = cache_mb * 2**20
+        self.token_bytes = _token_bytes(self.scorer.backbone)
         self._prefixes: OrderedDict[tuple[int, ...], _Prefix] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -232,9 +235,19 @@ class LoadedScorer:
         prefix = _Prefix(output.past_key_values, sums)
         self._prefixes[ids] = prefix
         self._prefixes.move_to_end(ids)
-        while len(self._prefixes) > self.cached:
-            self._prefixes.popitem(last=False)
+        kept = sum(map(len, self._prefixes)) * self.token_bytes
+        while kept > self.cache_bytes:
+            kept -= len(self._prefixes.popitem(last=False)[0]) * self.token_bytes
         return prefix
+
+
+def _token_bytes(backbone: nn.Module) -> int:
+    """What one cached token costs: its keys and values in every layer, and its running hidden-state sum."""
+    config = backbone.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    element = next(backbone.parameters()).element_size()
+    return 2 * config.num_hidden_layers * heads * head_dim * element + 4 * config.hidden_size
 
 
 @dataclass
