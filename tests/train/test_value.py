@@ -19,6 +19,8 @@ from datalyst.train._log import read_log
 from datalyst.train._value import (
     ValueConfig,
     ValueExample,
+    check_value,
+    held_out_examples,
     load_value_model,
     monte_carlo_values,
     read_sources,
@@ -254,7 +256,46 @@ def test_the_value_commands(tiny_model: Path, tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "6 states from 4 trajectories" in done.output and len(read_value_examples(tmp_path / "v.jsonl")) == 6
     done = runner.invoke(app, ["train", "value", str(tmp_path / "v.jsonl"), "--out", str(tmp_path / "run"),
-                               "--model", f"hf:{tiny_model}", "--lora-r", "2", "--batch-size", "6",
+                               "--model", f"hf:{tiny_model}", "--lora-r", "2", "--batch-size", "4", "--limit", "4",
                                "--precision", "fp32"])  # fmt: skip
     assert done.exit_code == 0, done.output
-    assert "1 steps over 6 items" in done.output and (tmp_path / "run" / "value" / "value.json").is_file()
+    assert "1 steps over 4 items" in done.output and (tmp_path / "run" / "value" / "value.json").is_file()
+    done = runner.invoke(app, ["train", "value-check", str(tmp_path / "run")])
+    assert done.exit_code == 0, done.output
+    assert "2 states (" in done.output and "AUC" in done.output  # the two it did not draw
+    done = runner.invoke(app, ["train", "value-check", str(tmp_path / "run"), "--data", str(values), "--states", "5"])
+    assert done.exit_code == 0 and "5 states (" in done.output, done.output
+    done = runner.invoke(app, ["train", "value-check", str(tmp_path / "run" / "value")])
+    assert isinstance(done.exception, DataFileError) and "give the run folder" in str(done.exception)
+
+
+class Fixed:
+    """A value model that gives each state the score written in its first message."""
+
+    def score(self, messages: list[ChatMessage]) -> float:
+        return float(messages[0].content)
+
+
+def test_a_value_check_measures_how_scores_follow_values() -> None:
+    def example(value: float, score: float) -> ValueExample:
+        return ValueExample(id=f"{value}", value=value, messages=[ChatMessage(role=Role.USER, content=str(score))])
+
+    check = check_value(Fixed(), [example(1.0, 0.3), example(0.5, 0.1), example(-0.5, 0.2), example(-1.0, 0.0)],
+                        progress=False)  # fmt: skip
+    # by hand: 3 of the 4 (positive, other) pairs are ordered right; r = 0.25 / sqrt(0.05 * 2.5)
+    assert (check.states, check.positives, check.low, check.high) == (4, 2, 0.0, 0.3)
+    assert check.auc == pytest.approx(0.75) and check.pearson == pytest.approx(0.5**0.5)
+    constant = check_value(Fixed(), [example(1.0, 0.2), example(-1.0, 0.2)], progress=False)
+    assert (constant.pearson, constant.auc) == (None, 0.5)  # one score for all: chance, and no correlation
+    assert check_value(Fixed(), [example(1.0, 0.2), example(0.5, 0.1)], progress=False).auc is None
+    with pytest.raises(DataFileError, match="no value example"):
+        check_value(Fixed(), [], progress=False)
+
+
+def test_the_held_out_states_are_those_a_run_did_not_train_on(tiny_model: Path, tmp_path: Path) -> None:
+    examples = states(3)
+    examples[0].messages.append(ChatMessage(role=Role.USER, content="Observation: " + "many rows " * 200))
+    write_value_examples(tmp_path / "values.jsonl", examples)
+    train_value(config(tiny_model, tmp_path, max_length=200), tmp_path / "run", progress=False)
+    held = held_out_examples(tmp_path / "run", load_value_model(tmp_path / "run"))
+    assert [e.id for e in held] == ["s0"]  # too long to train on

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,8 +15,12 @@ from datalyst.train import (
     LoraOptions,
     ScorerResult,
     ValueConfig,
+    check_value,
+    held_out_examples,
+    load_value_model,
     monte_carlo_values,
     read_sources,
+    read_value_examples,
     train_hrm,
     train_value,
     write_value_examples,
@@ -73,6 +78,30 @@ def value_command(
     common = _common(model, lora_r, lora_alpha, dropout, lr, epochs, batch_size, max_length, limit, seed, precision)
     config = parse_options(ValueConfig, data=str(data.resolve()), **common)
     _report(train_value(config, out, save_every=save_every))
+
+
+@train_app.command("value-check")
+def value_check_command(
+    run: Annotated[Path, typer.Argument(help="The run folder of `datalyst train value`.")],
+    data: Annotated[Path | None, typer.Option(help="Value data to score instead of the run's held-out states.")] = None,
+    states: Annotated[int | None, typer.Option(help="Score this many of them, drawn by seed.")] = 60,
+    seed: Seed = 0,
+) -> None:
+    """How well a value model ranks states it did not train on: the run's data less what it trained on, or DATA."""
+    model = load_value_model(run)
+    examples = read_value_examples(data) if data is not None else held_out_examples(run, model)
+    if states is not None and states < len(examples):
+        examples = random.Random(seed).sample(examples, states)
+    check = check_value(model, examples)
+    console.print(
+        f"{check.states} states ({check.positives} worth more than 0): correlation with their values "
+        f"{_figure(check.pearson)}, AUC {_figure(check.auc)} (0.5 is chance); scores from {check.low:.3f} "
+        f"to {check.high:.3f}"
+    )
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 @train_app.command("hrm")

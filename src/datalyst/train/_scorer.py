@@ -109,7 +109,7 @@ def fit(
     start_run(out, config)
     runtime = start_runtime(config.precision, seed=config.seed)
     policy = load_policy(config.model, lora=config.lora)
-    items, too_long = _select(make_items(policy.chat_tokenizer), config)
+    items, too_long = select_items(make_items(policy.chat_tokenizer), config)
     scorer = Scorer(policy.model, outputs=len(outputs), dropout=config.dropout)
     total = steps_per_epoch(len(items), config.batch_size) * config.epochs
     parameters = trainable_parameters(scorer)  # the LoRA layers and the head
@@ -266,7 +266,7 @@ def _model_folder(path: Path, name: str) -> Path:
     raise DataFileError(f"{path} holds no {name} model ({name}.json); train one with: datalyst train {name}")
 
 
-def _select(items: list[Item], config: ScorerConfig) -> tuple[list[Item], int]:
+def select_items(items: list[Item], config: ScorerConfig) -> tuple[list[Item], int]:
     """The items that fit in ``config.max_length`` tokens (a seeded sample of ``config.limit`` of them), and how
     many were too long."""
     kept = [item for item in items if max(len(ids) for ids in item.inputs) <= config.max_length]

@@ -33,7 +33,7 @@ from datalyst.train._rollouts import checkable
 from datalyst.train._sft import Precision
 
 if TYPE_CHECKING:
-    from datalyst.train._scorer import LoadedScorer
+    from datalyst.train._scorer import Item, LoadedScorer
 
 VALUES = "values.jsonl"
 
@@ -183,15 +183,17 @@ def read_value_examples(path: str | Path) -> list[ValueExample]:
 def train_value(config: ValueConfig, out: str | Path, *, save_every: int = 1, progress: bool = True) -> ScorerResult:
     """Train (or resume) a value model on ``config.data``, writing the run folder ``out`` and the model in
     ``out/value/`` (see ``_scorer``)."""
-    from datalyst.train._scorer import Item, encode, fit
+    from datalyst.train._scorer import fit
 
     examples = read_value_examples(config.data)
+    return fit(config, Path(out), lambda tokenizer: _items(examples, tokenizer), name="value", outputs=["value"],
+               title=f"value model on {config.model}", save_every=save_every, progress=progress)  # fmt: skip
 
-    def items(tokenizer: ChatTokenizer) -> list[Item]:
-        return [Item(id=e.id, inputs=[encode(e.messages, tokenizer)], target=e.value) for e in examples]
 
-    return fit(config, Path(out), items, name="value", outputs=["value"], title=f"value model on {config.model}",
-               save_every=save_every, progress=progress)  # fmt: skip
+def _items(examples: Sequence[ValueExample], tokenizer: ChatTokenizer) -> list[Item]:
+    from datalyst.train._scorer import Item, encode
+
+    return [Item(id=e.id, inputs=[encode(e.messages, tokenizer)], target=e.value) for e in examples]
 
 
 class ValueModel:
@@ -209,3 +211,55 @@ def load_value_model(path: str | Path, *, device: str = "cpu") -> ValueModel:
     from datalyst.train._scorer import LoadedScorer
 
     return ValueModel(LoadedScorer(path, name="value", device=device))
+
+
+class ValueCheck(BaseModel):
+    """How a value model's scores of states follow their values. Search compares states, so the order counts
+    more than the scale: a model whose scores all sit near the mean can still rank states well."""
+
+    states: int
+    positives: int
+    """States worth more than 0."""
+    pearson: float | None
+    """Correlation of scores and values (None when either is constant)."""
+    auc: float | None
+    """The chance that a state worth more than 0 scores above one worth 0 or less (0.5: no better than chance;
+    None without both kinds)."""
+    low: float
+    high: float
+    """The lowest and highest score."""
+
+
+def held_out_examples(run: str | Path, model: ValueModel) -> list[ValueExample]:
+    """The value examples of a ``train_value`` run folder that its model did not train on: its data less the
+    items it drew (``limit``) and kept (``max_length``)."""
+    from datalyst.train._scorer import select_items
+
+    file = Path(run) / "config.json"
+    if not file.is_file():
+        raise DataFileError(f"{file} does not exist: give the run folder of `datalyst train value`, or states to check (--data)")
+    config = ValueConfig.model_validate_json(file.read_text(encoding="utf-8"))
+    examples = read_value_examples(config.data)
+    trained = {item.id for item in select_items(_items(examples, model.loaded.tokenizer), config)[0]}
+    return [example for example in examples if example.id not in trained]
+
+
+def check_value(model: ValueModel, examples: Sequence[ValueExample], *, progress: bool = True) -> ValueCheck:
+    """Score ``examples`` with ``model`` and measure how the scores follow the values."""
+    import numpy as np
+    from rich.progress import track
+    from sklearn.metrics import roc_auc_score
+
+    if not examples:
+        raise DataFileError("no value example to check the model on")
+    scores = np.array([model.score(e.messages) for e in track(examples, "scoring", disable=not progress)])
+    values = np.array([e.value for e in examples])
+    positive = values > 0
+    return ValueCheck(
+        states=len(examples),
+        positives=int(positive.sum()),
+        pearson=float(np.corrcoef(scores, values)[0, 1]) if scores.std() > 0 and values.std() > 0 else None,
+        auc=float(roc_auc_score(positive, scores)) if 0 < positive.sum() < len(examples) else None,
+        low=float(scores.min()),
+        high=float(scores.max()),
+    )
