@@ -237,7 +237,8 @@ def held_out_examples(run: str | Path, model: ValueModel) -> list[ValueExample]:
 
     file = Path(run) / "config.json"
     if not file.is_file():
-        raise DataFileError(f"{file} does not exist: give the run folder of `datalyst train value`, or states to check (--data)")
+        fix = "give the run folder of `datalyst train value`, or states to check (--data)"
+        raise DataFileError(f"{file} does not exist: {fix}")
     config = ValueConfig.model_validate_json(file.read_text(encoding="utf-8"))
     examples = read_value_examples(config.data)
     trained = {item.id for item in select_items(_items(examples, model.loaded.tokenizer), config)[0]}
