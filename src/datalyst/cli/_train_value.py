@@ -84,7 +84,7 @@ def value_command(
 def value_check_command(
     run: Annotated[Path, typer.Argument(help="The run folder of `datalyst train value`.")],
     data: Annotated[Path | None, typer.Option(help="Value data to score instead of the run's held-out states.")] = None,
-    states: Annotated[int | None, typer.Option(help="Score this many of them, drawn by seed.")] = 60,
+    states: Annotated[int | None, typer.Option(min=1, help="Score this many of them, drawn by seed.")] = 60,
     seed: Seed = 0,
 ) -> None:
     """How well a value model ranks states it did not train on: the run's data less what it trained on, or DATA."""
