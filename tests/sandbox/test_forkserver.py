@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import struct
 import threading
@@ -134,6 +135,22 @@ def test_a_late_answer_of_the_disk_maker_is_not_taken_for_the_next_request():
 
         threading.Thread(target=maker, daemon=True).start()
         assert _forkserver._disk(server_end, {"size_mb": 8}, [host_far.detach()]) == {"ok": True, "id": ANY}
+
+
+@pytest.mark.timeout(60)
+def test_a_disk_maker_that_was_killed_is_started_again():
+    fs = ForkServer()
+    try:
+        fs.ensure_run_root()
+        if fs.disk_maker_pid is None:
+            pytest.skip("this machine gives the fork server no disk maker (no user namespaces)")
+        os.close(fs.make_disk(8))
+        os.kill(fs.disk_maker_pid, signal.SIGKILL)
+        while Path(f"/proc/{fs.disk_maker_pid}").exists():  # until the fork server has reaped it
+            time.sleep(0.01)
+        os.close(fs.make_disk(8))
+    finally:
+        fs.close()
 
 
 # ---------------------------------------------------------------- the host's side

@@ -224,8 +224,11 @@ def main() -> None:
     """Each live monitor's PID and its sandbox's cgroup."""
     stale: list[str] = []
     """Cgroups of ended sandboxes that could not be deleted yet."""
+    ended_maker = False
+    """The disk maker has died (killed from outside): the next disk request starts another."""
 
     def reap(*_: Any) -> None:
+        nonlocal ended_maker
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -233,6 +236,7 @@ def main() -> None:
                 return
             if pid == 0:
                 return
+            ended_maker = ended_maker or pid == disk_maker_pid
             group = monitors.pop(pid, None)
             if group is not None and not cgroup.remove(group):
                 stale.append(group)
@@ -261,6 +265,10 @@ def main() -> None:
                 stale[:] = [group for group in stale if not cgroup.remove(group)]
                 reply = _spawn(request, fds, monitors, (parent, next(names)) if parent else None)
             elif request.get("op") == "disk":
+                if ended_maker and isinstance(disk_maker, socket.socket):
+                    ended_maker = False
+                    disk_maker.close()
+                    disk_maker, disk_maker_pid = _start_disk_maker()
                 reply = _disk(disk_maker, request, fds)
             else:
                 for fd in fds:
