@@ -459,7 +459,8 @@ class ForkServer:
         self.namespaces_error: str | None = None
         """Why namespaces could not be used on this machine (None: they work or were not tried yet)."""
         self.disk_maker_pid: int | None = None
-        """The fork server's child that makes work-folder disks (None where it could not start)."""
+        """The fork server's child that makes work-folder disks, as it started (None where it could not start); a
+        killed one is replaced, under another PID, at the next disk request."""
         self.cgroups_error: str | None = None
         """Why sandboxes get no cgroups of their own on this machine (None: they do, or not started yet)."""
         self._replies = FrameBuffer()
