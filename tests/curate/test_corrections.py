@@ -44,6 +44,7 @@ def test_a_failing_program_gets_the_case_and_the_explanation_and_is_corrected(tm
         f"Why: {WHY}\n\nWrite the corrected program in one ```python block."
     )
     assert second.result.ok and second.observation is None
+    assert first.execution_s > 0 and second.execution_s > 0  # the cases' run is timed like a cell's
     assert (chain.termination, chain.answer) == (Termination.ANSWER, "n = int(input())\nprint(n * n)")
     # the worker's second call saw its first program and the feedback; the guide saw the program and the case
     assert worker.calls[1][0][-1].content == first.observation

@@ -13,6 +13,7 @@ are kept for export, as the stratum they fall in (first try: ``success``; after 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,7 +63,9 @@ class CorrectingAgent(Agent):
             return state
         task = state.trajectory.task
         program = program_text(turn.answer or "")
+        started = time.monotonic()
         runs = await arun_cases(program, task.tests, require_isolation=self.config.require_isolation)
+        turn.execution_s = time.monotonic() - started
         failing = first_failing(task.tests, runs)
         turn.result = cases_result(task.tests, runs)
         programs = sum(t.kind == ActionKind.ANSWER for t in state.turns)
