@@ -104,6 +104,13 @@ def test_each_check_drops_with_its_reason(screened, changes, reason):
     assert tasks == [] and dropped == {reason: 1}
 
 
+def test_a_chart_is_only_a_side_concept_of_a_task_with_a_text_answer(screened):
+    item, mean = screened
+    draft = {"task": "Mean units?", "answer": mean, "concepts": ["Summary Statistics", "Visualization"]}
+    (tasks, dropped), _ = mine(item, replies(mean, extract=[draft]))
+    assert dropped == {} and tasks[0].concepts == ["Summary Statistics", "Visualization"]
+
+
 def test_a_label_that_does_not_reproduce_is_kept_unverified(screened):
     item, mean = screened
     wrong = [{"thought": "Load.", "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')", "output": ""},

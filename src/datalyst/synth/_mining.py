@@ -193,7 +193,7 @@ def _concepts(raw: Any) -> list[str]:
 def _draft_problem(task: str, answer: str, concepts: Sequence[str], outputs: str) -> str | None:
     if not task or not concepts or concepts[0] not in CATEGORIES:
         return "unknown_category"
-    if "Visualization" in concepts:
+    if concepts[0] == "Visualization":
         return "visualization"  # NbQA sets chart tasks apart: their answers are figures, not text
     if not value_in_outputs(answer, outputs):
         return "answer_not_in_outputs"
