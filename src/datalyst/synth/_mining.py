@@ -45,7 +45,7 @@ from datalyst.synth._verify import NUMBER
 from datalyst.tasks import Lineage, Task
 from datalyst.text import clip_middle
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 SOURCE = "synth:notebooks"
 CATEGORIES = (
     "Summary Statistics", "Distribution Analysis", "Correlation Analysis", "Outlier Detection",
