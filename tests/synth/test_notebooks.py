@@ -33,9 +33,11 @@ def test_loading_calls_are_read_from_the_syntax_tree():
         "prices = pd.read_excel(io='prices.xlsx')\nname = 'x'\nweather = pd.read_csv(f'{base}weather.tsv')",
         "import numpy as np\narray = np.loadtxt('numbers.txt')\nother = pd.read_csv(make_path())",
         "this is not python",
+        "import sqlite3\nwith sqlite3.connect('shop.sqlite') as connection:\n    pass\nsignal.connect(handler)",
     )
     assert data_loads(cells) == ["https://example.org/data/sales.csv", "prices.xlsx",
-                                 "https://example.org/data/weather.tsv", "numbers.txt", None]  # fmt: skip
+                                 "https://example.org/data/weather.tsv", "numbers.txt", None,
+                                 "shop.sqlite"]  # fmt: skip
 
 
 def test_the_address_map_finds_local_copies(tmp_path):

@@ -45,7 +45,7 @@ from datalyst.synth._verify import NUMBER
 from datalyst.tasks import Lineage, Task
 from datalyst.text import clip_middle
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 SOURCE = "synth:notebooks"
 CATEGORIES = (
     "Summary Statistics", "Distribution Analysis", "Correlation Analysis", "Outlier Detection",

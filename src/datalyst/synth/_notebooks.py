@@ -24,7 +24,9 @@ from datalyst.errors import ConfigError
 LOADERS = frozenset({"read_csv", "read_table", "read_excel", "read_json", "read_parquet", "read_fwf",
                      "read_feather", "read_stata", "read_sas", "read_spss", "loadtxt", "genfromtxt"})  # fmt: skip
 """Calls whose first argument (or ``filepath_or_buffer`` / ``io`` / ``path`` / ``fname``) names a data file."""
-_PATH_KEYWORDS = ("filepath_or_buffer", "io", "path", "path_or_buf", "fname")
+DATABASES = frozenset({"sqlite3.connect", "duckdb.connect"})
+"""Calls that open a database file, named with their module (``connect`` alone is too common a name)."""
+_PATH_KEYWORDS = ("filepath_or_buffer", "io", "path", "path_or_buf", "fname", "database")
 
 TEACHING_DATASETS = ("iris", "titanic", "breast cancer", "breast_cancer", "boston housing", "load_boston",
                      "wine quality", "winequality")  # fmt: skip
@@ -146,7 +148,7 @@ def data_loads(cells: Iterable[Cell]) -> list[str | None]:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if (value := _string(node.value, names)) is not None:
                     names[node.targets[0].id] = value
-            elif isinstance(node, ast.Call) and _called(node) in LOADERS:
+            elif isinstance(node, ast.Call) and (_called(node) in LOADERS or _module_call(node) in DATABASES):
                 argument = node.args[0] if node.args else next(
                     (k.value for k in node.keywords if k.arg in _PATH_KEYWORDS), None)  # fmt: skip
                 found.append(_string(argument, names) if argument is not None else None)
@@ -156,6 +158,13 @@ def data_loads(cells: Iterable[Cell]) -> list[str | None]:
 def _called(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _module_call(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return None
 
 
 # ---- from addresses and paths to local files
