@@ -22,8 +22,9 @@ from datalyst.synth._mining import (
     read_json,
     step_in_notebook,
     value_in_outputs,
+    with_definitions,
 )
-from datalyst.synth._notebooks import AddressMap, NotebookFilters, read_notebook, screen_notebook
+from datalyst.synth._notebooks import AddressMap, Cell, Notebook, NotebookFilters, read_notebook, screen_notebook
 from datalyst.tasks import Task, read_tasks
 
 LOAD = "import pandas as pd\ndf = pd.read_csv('~/work/sales.csv')"
@@ -109,6 +110,27 @@ def test_a_chart_is_only_a_side_concept_of_a_task_with_a_text_answer(screened):
     draft = {"task": "Mean units?", "answer": mean, "concepts": ["Summary Statistics", "Visualization"]}
     (tasks, dropped), _ = mine(item, replies(mean, extract=[draft]))
     assert dropped == {} and tasks[0].concepts == ["Summary Statistics", "Visualization"]
+
+
+def test_a_solution_that_skips_the_loading_gets_the_notebooks_own_cell_and_reproduces(screened):
+    item, mean = screened
+    skipping = [{"thought": "Average the units.", "code": MEAN, "output": mean}]
+    (tasks, dropped), _ = mine(item, replies(mean, solve=skipping))
+    assert dropped == {} and tasks[0].lineage.verified is True
+    assert tasks[0].solution == (f"# %%\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\n\n"
+                                 f"# %% [markdown]\n# Average the units.\n\n# %%\n{MEAN}\n")  # fmt: skip
+
+
+def test_the_cells_a_solution_needs_are_found_in_the_syntax_tree():
+    sources = ["%matplotlib inline\nimport pandas as pd", "df = pd.read_csv('a.csv')", "x = 5", "df = df.dropna()",
+               "total = sum(v for v in df.a)\nprint(total)", "print(x)"]  # fmt: skip
+    cells = tuple(Cell(source, f"out {n}", n) for n, source in enumerate(sources, start=1))
+    notebook = Notebook(path=None, repository="r", cells=cells, text="")
+    steps = with_definitions([("Sum.", sources[4], "out 5")], notebook)
+    assert steps == [("", "import pandas as pd", "out 1"), ("", sources[1], "out 2"), ("", sources[3], "out 4"),
+                     ("Sum.", sources[4], "out 5")]  # fmt: skip
+    assert [code for _, code, _ in with_definitions([("", sources[5], "")], notebook)] == [sources[2], sources[5]]
+    assert with_definitions([("Load.", sources[1], "")], notebook)[0][1] == "import pandas as pd"
 
 
 def test_a_label_that_does_not_reproduce_is_kept_unverified(screened):

@@ -12,7 +12,9 @@ solution's cells run again in the sandbox, and a task whose label reproduces is 
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import builtins
 import dataclasses
 import hashlib
 import json
@@ -37,6 +39,7 @@ from datalyst.synth._notebooks import (
     NotebookFilters,
     Screened,
     cap_per_repository,
+    parseable,
     read_notebook,
     screen_notebook,
 )
@@ -45,7 +48,7 @@ from datalyst.synth._verify import NUMBER
 from datalyst.tasks import Lineage, Task
 from datalyst.text import clip_middle
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 SOURCE = "synth:notebooks"
 CATEGORIES = (
     "Summary Statistics", "Distribution Analysis", "Correlation Analysis", "Outlier Detection",
@@ -219,6 +222,7 @@ async def _finish(ask: _Asker, screened: Screened, number: int, task_text: str, 
     names = [path.name for path in screened.files if path is not None]
     if not steps or not all(step_in_notebook(code, out, screened.notebook, names) for _, code, out in steps):
         return "invented_step"
+    steps = with_definitions(steps, screened.notebook)
     review = await ask("review", task=task_text, constraints=constraints, format=answer_format, label=label)
     if not isinstance(review, dict) or any(str(review.get(key, "no")).lower() != "yes" for key in REVIEW):
         return "review_failed"
@@ -253,6 +257,61 @@ def local_code(code: str, screened: Screened) -> str:
         if target and path is not None:
             code = code.replace(target, path.name)
     return code
+
+
+def with_definitions(steps: Sequence[Step], notebook: Notebook) -> list[Step]:
+    """``steps`` after the notebook's own cells that define what they use and do not define themselves (the
+    loading and cleaning a model skipped), found in the syntax tree, with their real outputs."""
+    cells = [cell for cell in notebook.cells if cell.source.strip()]
+    opening = _lines(steps[0][1]) if steps else set()
+    first = next((i for i, cell in enumerate(cells) if opening & _lines(cell.source)), len(cells))
+    needed, added = _free_names(code for _, code, _ in steps), []
+    for cell in reversed(cells[:first]):
+        if bound := _bound_names(_tree(cell.source)) & needed:
+            added.insert(0, cell)
+            needed = (needed - bound) | _free_names([cell.source])
+    return [("", parseable(cell.source).strip("\n"), cell.output) for cell in added] + list(steps)
+
+
+def _lines(code: str) -> set[str]:
+    return {_squashed(line) for line in code.splitlines() if line.strip()}
+
+
+def _tree(code: str) -> ast.Module:
+    try:
+        return ast.parse(parseable(code))
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    names = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            names.add(child.id)
+        elif isinstance(child, ast.alias):
+            names.add((child.asname or child.name).split(".")[0])
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(child.name)
+    return names
+
+
+def _free_names(codes: Iterable[str]) -> set[str]:
+    """Names the code reads before binding them, other than Python's builtins, statement by statement: an
+    assignment may read the name it binds (``df = df.dropna()``); a loop, a ``with`` or a comprehension reads
+    only what it binds itself."""
+    bound, free = set(dir(builtins)), set()
+    for code in codes:
+        for statement in _tree(code).body:
+            reads = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            binds = _bound_names(statement)
+            assigned = set()
+            if isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                assigned = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            free |= reads - bound - (binds - assigned)
+            bound |= binds
+    return free
 
 
 def reproduces(steps: Sequence[Step], screened: Screened, label: dict[str, str],

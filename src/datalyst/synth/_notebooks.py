@@ -113,7 +113,7 @@ def _outputs(outputs: Sequence[Mapping]) -> tuple[str, bool]:
 # ---- data loading calls
 
 
-def _parseable(source: str) -> str:
+def parseable(source: str) -> str:
     """The cell without IPython magics and shell lines, which are not Python."""
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
@@ -141,7 +141,7 @@ def data_loads(cells: Iterable[Cell]) -> list[str | None]:
     found: list[str | None] = []
     for cell in cells:
         try:
-            tree = ast.parse(_parseable(cell.source))
+            tree = ast.parse(parseable(cell.source))
         except SyntaxError:
             continue
         for node in ast.walk(tree):
