@@ -165,6 +165,7 @@ class FakeWorker:
         handle.processes = None
         self.handle = handle
         self.requests: list[dict[str, Any]] = []
+        self.server: threading.Thread | None = None
 
     def answer(self, make_frames: Any) -> None:
         """In a thread: read the next request, then send the raw frames ``make_frames(request)`` gives."""
@@ -176,13 +177,19 @@ class FakeWorker:
             (size,) = struct.unpack(">I", header)
             request = json.loads(self.sock.recv(size, socket.MSG_WAITALL))
             self.requests.append(request)
-            for frame in make_frames(request):
-                self.sock.sendall(frame if isinstance(frame, bytes) else raw(json.dumps(frame).encode()))
+            try:
+                for frame in make_frames(request):
+                    self.sock.sendall(frame if isinstance(frame, bytes) else raw(json.dumps(frame).encode()))
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the host refused a frame and hung up before the rest was sent, as it should
 
-        threading.Thread(target=serve, daemon=True).start()
+        self.server = threading.Thread(target=serve, daemon=True)
+        self.server.start()
 
     def close(self) -> None:
         self.handle.close()
+        if self.server is not None:
+            self.server.join(timeout=10)  # so that nothing it raises is blamed on a later test
         for fd in (self.out_w, self.err_w):
             os.close(fd)
         self.sock.close()
