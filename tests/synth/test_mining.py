@@ -152,6 +152,8 @@ def test_the_checks_against_the_notebook(screened):
     assert step_in_notebook("print(df.shape)", "", notebook, [])
     assert step_in_notebook("df = pd.read_csv('sales.csv')", "", notebook, ["sales.csv"])
     assert not step_in_notebook("print(df.tail())", "", notebook, [])
+    assert step_in_notebook('print( round(df["units"].mean(),3) )', mean, notebook, [])  # other quotes and spaces
+    assert not step_in_notebook("print(round(df['unit'].mean(), 3))", mean, notebook, [])  # another column
     assert not step_in_notebook(MEAN, "42.0", notebook, [])
     assert read_json('Sure: {"score": 4} and more') == {"score": 4} and read_json("no json") is None
     assert read_json("[1, 2] then {") == [1, 2]

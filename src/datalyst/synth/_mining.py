@@ -48,7 +48,7 @@ from datalyst.synth._verify import NUMBER
 from datalyst.tasks import Lineage, Task
 from datalyst.text import clip_middle
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 SOURCE = "synth:notebooks"
 CATEGORIES = (
     "Summary Statistics", "Distribution Analysis", "Correlation Analysis", "Outlier Detection",
@@ -108,15 +108,29 @@ def value_in_outputs(value: str, outputs: str) -> bool:
     return any(abs(round(found, decimals) - number) <= 10**-decimals / 2 + 1e-12 for found in _numbers(outputs))
 
 
+def _canonical(line: str) -> str:
+    """A code line as its syntax tree when it parses alone (so quotes and spacing do not matter), else its
+    text with runs of whitespace squashed."""
+    try:
+        return ast.dump(ast.parse(line.strip()))
+    except SyntaxError:
+        return _squashed(line)
+
+
+def _lines(code: str) -> set[str]:
+    return {_canonical(line) for line in code.splitlines() if line.strip()}
+
+
 def step_in_notebook(code: str, output: str, notebook: Notebook, local_names: Iterable[str]) -> bool:
     """Every line of ``code`` is a line of the notebook's code (or one wrapped in ``print``, or a loading call
     of a local file), and every line of ``output`` is in the notebook's outputs."""
-    lines = {_squashed(line) for cell in notebook.cells for line in cell.source.splitlines() if line.strip()}
+    lines = _lines("\n".join(cell.source for cell in notebook.cells))
     names = tuple(local_names)
     for line in (_squashed(line) for line in code.splitlines() if line.strip()):
         wrapped = re.fullmatch(r"print\((.*)\)", line)
         loads_local = any(f"{loader}(" in line for loader in LOADERS) and any(name in line for name in names)
-        if line not in lines and not (wrapped and wrapped.group(1) in lines) and not loads_local:
+        found = _canonical(line) in lines or (wrapped is not None and _canonical(wrapped.group(1)) in lines)
+        if not found and not loads_local:
             return False
     outputs = _squashed(notebook.outputs)
     return all(_squashed(line) in outputs for line in output.splitlines() if line.strip())
@@ -271,10 +285,6 @@ def with_definitions(steps: Sequence[Step], notebook: Notebook) -> list[Step]:
             added.insert(0, cell)
             needed = (needed - bound) | _free_names([cell.source])
     return [("", parseable(cell.source).strip("\n"), cell.output) for cell in added] + list(steps)
-
-
-def _lines(code: str) -> set[str]:
-    return {_squashed(line) for line in code.splitlines() if line.strip()}
 
 
 def _tree(code: str) -> ast.Module:
