@@ -42,6 +42,7 @@ from datalyst.synth._notebooks import (
     parseable,
     read_notebook,
     screen_notebook,
+    syntax_tree,
 )
 from datalyst.synth._stage import TaskSummary, run_units
 from datalyst.synth._verify import NUMBER
@@ -281,17 +282,10 @@ def with_definitions(steps: Sequence[Step], notebook: Notebook) -> list[Step]:
     first = next((i for i, cell in enumerate(cells) if opening & _lines(cell.source)), len(cells))
     needed, added = _free_names(code for _, code, _ in steps), []
     for cell in reversed(cells[:first]):
-        if bound := _bound_names(_tree(cell.source)) & needed:
+        if bound := _bound_names(syntax_tree(cell.source)) & needed:
             added.insert(0, cell)
             needed = (needed - bound) | _free_names([cell.source])
     return [("", parseable(cell.source).strip("\n"), cell.output) for cell in added] + list(steps)
-
-
-def _tree(code: str) -> ast.Module:
-    try:
-        return ast.parse(parseable(code))
-    except SyntaxError:
-        return ast.Module(body=[], type_ignores=[])
 
 
 def _bound_names(node: ast.AST) -> set[str]:
@@ -312,7 +306,7 @@ def _free_names(codes: Iterable[str]) -> set[str]:
     only what it binds itself."""
     bound, free = set(dir(builtins)), set()
     for code in codes:
-        for statement in _tree(code).body:
+        for statement in syntax_tree(code).body:
             reads = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             binds = _bound_names(statement)
             assigned = set()

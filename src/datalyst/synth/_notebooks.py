@@ -118,6 +118,14 @@ def parseable(source: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
+def syntax_tree(source: str) -> ast.Module:
+    """The cell's syntax tree without its magics; an empty module when it is not Python."""
+    try:
+        return ast.parse(parseable(source))
+    except SyntaxError:
+        return ast.Module(body=[], type_ignores=[])
+
+
 def _string(node: ast.expr, names: Mapping[str, str]) -> str | None:
     """A node's value when it is a string: a literal, a name bound to one, or literals and names added up."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -140,11 +148,7 @@ def data_loads(cells: Iterable[Cell]) -> list[str | None]:
     names: dict[str, str] = {}
     found: list[str | None] = []
     for cell in cells:
-        try:
-            tree = ast.parse(parseable(cell.source))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
+        for node in ast.walk(syntax_tree(cell.source)):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 if (value := _string(node.value, names)) is not None:
                     names[node.targets[0].id] = value
