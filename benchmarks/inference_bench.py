@@ -4,9 +4,11 @@
     python benchmarks/inference_bench.py --adapter small=runs/train/sft/adapter   # what a LoRA adapter costs
 
 Set-up (once, cached under ``$DATALYST_CACHE/bench``): the llama.cpp carried by the source distribution of
-the installed llama-cpp-python (``datalyst.llm.llama_cpp_source``) is built with CMake for this
-machine (``GGML_NATIVE=ON``) into ``llama-bench`` and ``llama-batched-bench``: llama.cpp at its best on
-these cores. ``--llama-tools DIR`` uses tools built elsewhere.
+the installed llama-cpp-python (``datalyst.llm.llama_cpp_source``) is built with CMake into ``llama-bench`` and
+``llama-batched-bench`` in llama.cpp's two fast ways: for this machine's CPU (``GGML_NATIVE=ON``), and with a
+library per instruction set, the tools seeing only the library our backend runs (``llama_cpu()``). The
+reference is the better of the two on each figure, among those that run here (a native build may crash on a
+CPU that advertises instructions it refuses). ``--llama-tools DIR`` uses tools built elsewhere.
 
 For each model, in one run:
 
@@ -32,17 +34,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from datalyst.agent import Agent, AgentConfig
-from datalyst.llm import ChatMessage, Completion, ReplayModel, SamplingParams, llama_cpp_source
+from datalyst.llm import ChatMessage, Completion, ReplayModel, SamplingParams, llama_cpp_source, llama_cpu
 from datalyst.llm._cores import available_cores
+from datalyst.llm._cpu import BUILT_IN, cpu_name
 from datalyst.llm._embedded import model_path
 from datalyst.llm._llamacpp import LlamaCppModel
 from datalyst.paths import cache_dir
@@ -59,21 +65,50 @@ the length of a DABench trajectory's later turns."""
 
 # ---------------------------------------------------------------- llama.cpp's own tools
 
+TOOL_BUILDS = {
+    "native": ["-DGGML_NATIVE=ON"],
+    "variants": ["-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON", "-DGGML_NATIVE=OFF"],
+}
+"""llama.cpp's two ways to be fast on a CPU: built for it, or a library per instruction set chosen at start."""
 
-def build_tools(where: Path) -> Path:
+
+def build_tools(where: Path, build: str) -> Path:
     """Build llama-bench and llama-batched-bench from the installed binding's source; their folder."""
-    build_dir = where / f"llama.cpp-{version('llama-cpp-python')}-native"
+    build_dir = where / f"llama.cpp-{version('llama-cpp-python')}-{build}"
     bin_dir = build_dir / "bin"
     if (bin_dir / "llama-bench").exists() and (bin_dir / "llama-batched-bench").exists():
         return bin_dir
-    print("set-up: fetching the llama-cpp-python source and building llama-bench, llama-batched-bench ...", flush=True)
+    print(f"set-up: building llama-bench and llama-batched-bench ({build}) ...", flush=True)
     source = llama_cpp_source()
-    options = ["-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"]
+    options = [*TOOL_BUILDS[build], "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"]
     subprocess.run(["cmake", "-S", str(source), "-B", str(build_dir), *options], check=True, capture_output=True)
     jobs = str(available_cores())
     build = ["cmake", "--build", str(build_dir), "-j", jobs, "--target", "llama-bench", "llama-batched-bench"]
     subprocess.run(build, check=True, capture_output=True)
     return bin_dir
+
+
+def pin_library(bin_dir: Path, library: str) -> Path:
+    """A folder where llama.cpp's tools see one CPU library only (llama.cpp looks beside its executable)."""
+    pinned = bin_dir.with_name(f"bin-{library}")
+    pinned.mkdir(exist_ok=True)
+    for path in bin_dir.iterdir():
+        target = pinned / path.name
+        if target.exists() or (path.name.startswith("libggml-cpu-") and path.name != f"libggml-cpu-{library}.so"):
+            continue
+        if path.name.startswith("llama-"):
+            shutil.copy2(path, target)  # a copy: a link would be followed back to the folder of every library
+        else:
+            target.symlink_to(path)
+    return pinned
+
+
+def reference_tools(where: Path) -> dict[str, Path]:
+    """llama.cpp's tools in both fast ways, the library-per-instruction-set build pinned to our backend's library."""
+    cpu = llama_cpu()
+    variants = build_tools(where, "variants")
+    pinned = variants if cpu.library == BUILT_IN else pin_library(variants, cpu.library)
+    return {"native": build_tools(where, "native"), f"variants ({cpu.library})": pinned}
 
 
 def llama_bench(tools: Path, gguf: Path, prompt: int, gen: int, threads: int) -> tuple[float, float]:
@@ -274,15 +309,35 @@ async def adapter_cost(name: str, adapter: Path, args: argparse.Namespace) -> di
 # ---------------------------------------------------------------- the run
 
 
-async def bench_model(name: str, tools: Path, args: argparse.Namespace) -> dict:
+def best_reference(
+    builds: dict[str, Path], gguf: Path, args: argparse.Namespace
+) -> tuple[dict[str, tuple[float, float]], Path]:
+    """llama-bench's prompt and generation tokens/s in each build that runs here, and the faster build's tools."""
+    speeds = {}
+    for build, tools in builds.items():
+        try:
+            speeds[build] = llama_bench(tools, gguf, args.prompt_tokens, args.gen_tokens, args.threads)
+        except subprocess.CalledProcessError as exc:
+            crash = f"killed by {signal.Signals(-exc.returncode).name}" if exc.returncode < 0 else "failed"
+            print(f"llama-bench ({build}) {crash}: not a working configuration here")
+            continue
+        print(f"llama-bench ({build}): prompt {speeds[build][0]:.1f}, generation {speeds[build][1]:.1f} tokens/s")
+    if not speeds:
+        raise SystemExit("no build of llama-bench runs on this machine")
+    return speeds, builds[max(speeds, key=lambda build: speeds[build][1])]
+
+
+async def bench_model(name: str, builds: dict[str, Path], args: argparse.Namespace) -> dict:
     gguf = model_path(name)
     print(f"\n== {name}: {gguf.name}, {args.threads} threads", flush=True)
-    ref_pp, ref_tg = llama_bench(tools, gguf, args.prompt_tokens, args.gen_tokens, args.threads)
+    references, tools = best_reference(builds, gguf, args)
+    ref_pp, ref_tg = (max(speed[i] for speed in references.values()) for i in (0, 1))
     pp, tg = await single_stream(gguf, args.threads, args.prompt_tokens, args.gen_tokens)
-    print(f"prompt tokens/s      ours {pp:7.1f}   llama-bench {ref_pp:7.1f}   ratio {pp / ref_pp:.2f}")
-    print(f"generation tokens/s  ours {tg:7.1f}   llama-bench {ref_tg:7.1f}   ratio {tg / ref_tg:.2f}")
+    print(f"prompt tokens/s      ours {pp:7.1f}   llama-bench (best) {ref_pp:7.1f}   ratio {pp / ref_pp:.2f}")
+    print(f"generation tokens/s  ours {tg:7.1f}   llama-bench (best) {ref_tg:7.1f}   ratio {tg / ref_tg:.2f}")
     calls = await record_trajectory()
     result: dict[str, Any] = {"pp": pp, "tg": tg, "llama_bench_pp": ref_pp, "llama_bench_tg": ref_tg}
+    result["llama_bench"] = {build: {"pp": speed[0], "tg": speed[1]} for build, speed in references.items()}
     reuse = await prefix_reuse(gguf, args.threads, calls)
     (first, third), read = reuse["prompt_tokens"], reuse["turn3_read_tokens"]
     print(
@@ -325,8 +380,11 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps(results, indent=2))
         return
-    tools = args.llama_tools or build_tools(cache_dir() / "bench")
-    results = {name: asyncio.run(bench_model(name, tools, args)) for name in args.models.split(",")}
+    cpu = llama_cpu()
+    print(f"CPU: {cpu_name()} ({available_cores()} cores); {cpu.describe()}", flush=True)
+    builds = {"given": args.llama_tools} if args.llama_tools else reference_tools(cache_dir() / "bench")
+    results: dict[str, Any] = {"cpu": cpu_name(), "library": asdict(cpu)}
+    results |= {name: asyncio.run(bench_model(name, builds, args)) for name in args.models.split(",")}
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

@@ -1,10 +1,11 @@
-"""``datalyst ask`` with a recorded model: streamed turns, the answer, saved notebook and page."""
+"""``datalyst ask`` with a recorded model (streamed turns, the answer, notebook and page), and once with a real one."""
 
 from __future__ import annotations
 
 import json
 
 import nbformat
+import pytest
 
 from datalyst.agent import ActionKind, Trajectory, Turn
 from datalyst.cli._ask import _speed
@@ -90,3 +91,16 @@ def test_the_footer_gives_the_generation_speed_apart_from_reading_prompts():
     )
     # a turn without the first token's time: the speed counts reading prompts in
     assert "(23.1 tokens/s, reading prompts included)" in footer((100, 4.0, 1.0), (50, 2.5, None))
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_ask_with_a_real_model_names_the_cpu_library_that_ran_it(datalyst, examples_dir):
+    pytest.importorskip("llama_cpp", reason="needs pip install 'datalyst[llamacpp]'")
+    done = datalyst(
+        "ask", str(examples_dir / "sales.csv"), "How many rows are there?", "--model", "embedded:tiny",
+        "--max-turns", "1", timeout_s=300,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr  # tiny may not answer in one turn; it must run
+    footer = done.stdout.strip().splitlines()[-1]
+    assert "tokens generated" in footer and "· llama.cpp CPU library " in footer, done.stdout

@@ -16,7 +16,8 @@ def test_gguf() -> Path:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'datalyst[llamacpp]')")
     if explicit := os.environ.get("DATALYST_TEST_GGUF"):
         return Path(explicit)
-    found = sorted((cache_dir() / "models").glob("**/*.gguf"), key=lambda path: path.stat().st_size)
+    files = (path for path in (cache_dir() / "models").glob("**/*.gguf") if path.is_file())  # not a fetch's parts
+    found = sorted(files, key=lambda path: path.stat().st_size)
     if not found:
         pytest.skip(f"no GGUF model: set DATALYST_TEST_GGUF or put one in {cache_dir() / 'models'}")
     return found[0]

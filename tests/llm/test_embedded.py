@@ -260,6 +260,7 @@ def test_cli_lists_models_and_explains_a_missing_one(cache):
     listed = subprocess.run([*run, "list"], capture_output=True, text=True, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert "small (default)" in listed.stdout and "Qwen2.5-Coder-0.5B-Instruct" in listed.stdout
+    assert "llama.cpp" in listed.stdout  # which CPU library runs the models, or why none can
     missing = subprocess.run([*run, "path", "tiny"], capture_output=True, text=True, env=env, timeout=120)
     assert missing.returncode == 2
     assert "datalyst models fetch tiny" in missing.stderr

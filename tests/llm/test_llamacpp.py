@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from datalyst.errors import ModelUnavailable
-from datalyst.llm import _gguf
+from datalyst.llm import _cpu
 from datalyst.llm._base import ChatMessage, Role, SamplingParams, ScoringModel
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._llamacpp import LlamaCppModel
@@ -225,22 +225,11 @@ def _package(root: Path, variants_in: str | None) -> Path:
     return package
 
 
-class _Libllama:
-    """Stands for libllama's handle: records the folders its loader of backend libraries is given."""
-
-    def __init__(self):
-        self.folders = []
-        self.ggml_backend_load_all_from_path = lambda folder: self.folders.append(Path(folder.decode()).resolve())
-
-
 @pytest.mark.parametrize("variants_in", ["../bin", "lib"])
-def test_a_build_with_cpu_variants_gets_them_loaded_from_where_they_lie(tmp_path, variants_in):
-    libllama, package = _Libllama(), _package(tmp_path, variants_in)
-    assert _gguf.load_cpu_variants(libllama, package)
-    assert libllama.folders == [(package / variants_in).resolve()]
+def test_the_cpu_libraries_of_a_build_are_found_where_they_lie(tmp_path, variants_in):
+    package = _package(tmp_path, variants_in)
+    assert _cpu.library_folder(package).resolve() == (package / variants_in).resolve()
 
 
-def test_a_build_with_its_cpu_code_linked_in_loads_nothing(tmp_path):
-    libllama = _Libllama()
-    assert not _gguf.load_cpu_variants(libllama, _package(tmp_path, None))
-    assert libllama.folders == []
+def test_a_build_with_its_cpu_code_linked_in_has_no_library_folder(tmp_path):
+    assert _cpu.library_folder(_package(tmp_path, None)) is None

@@ -7,6 +7,8 @@ import os
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -213,3 +215,18 @@ def test_a_failed_spawn_leaves_no_descriptor_open(tmp_path):
     with pytest.raises(SandboxError):
         WorkerProcess(Refusing(), spec(tmp_path), isolate=True)  # type: ignore[arg-type]
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_host_that_crashes_while_its_server_starts_leaves_no_traceback():
+    """Native code may kill the host (SIGILL) while its fork server still loads its libraries: the server's
+    greeting then goes nowhere, and it ends quietly instead of printing a BrokenPipeError on the terminal."""
+    script = (
+        "import os, signal, threading, time\n"
+        "from datalyst.sandbox import ForkServer\n"
+        "threading.Thread(target=ForkServer().ensure_run_root, daemon=True).start()\n"
+        "time.sleep(0.3)\n"  # the server has started and is importing pandas and the rest (about a second)
+        "os.kill(os.getpid(), signal.SIGILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGILL
+    assert done.stderr == ""

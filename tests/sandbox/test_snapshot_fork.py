@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import socket
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,7 @@ from test_fork import fork_of, forks, run_all, sandbox  # noqa: F401  (fixtures 
 from datalyst.errors import ConfigError
 from datalyst.sandbox import Limits, Sandbox
 from datalyst.sandbox._sandbox import _copy_memory_file
+from datalyst.sandbox._snapshot import _left_in
 
 STATE = [
     "import random\nimport numpy as np\nimport pandas as pd\n"
@@ -58,6 +63,44 @@ def replaying_fork(sb: Sandbox, forks: list[Sandbox], why: str) -> Sandbox:
 
 
 # ---------------------------------------------------------------- what arrives
+
+
+def test_python_under_tmp_still_forks_by_snapshot():
+    """A checkout or virtual environment under /tmp (a first try, many CI runners) is bound into the jail's
+    private /tmp: those folders are not files a cell left there, and the fork carries the state."""
+    venv = tempfile.mkdtemp(prefix="datalyst-venv-", dir="/tmp")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+        (site,) = Path(venv).glob("lib/python*/site-packages")
+        (site / "this_installation.pth").write_text("".join(f"{p}\n" for p in sys.path if os.path.isdir(p)))
+        script = (
+            "import sys\n"
+            "from datalyst.sandbox import Sandbox\n"
+            "with Sandbox(mode='session') as sb:\n"
+            "    sb.run_python(f'import os\\nx = 42 if os.path.isdir({sys.prefix!r}) else 0')\n"
+            "    child = sb.fork()\n"
+            "    print(child.forked_by, child.run_python('print(x)').stdout.strip(), repr(child.fork_note))\n"
+            "    child.close()\n"
+        )
+        command = [str(Path(venv, "bin", "python")), "-c", script]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["snapshot", "42", "''"], done.stdout
+    finally:
+        shutil.rmtree(venv)
+
+
+def test_what_a_cell_leaves_in_tmp_is_told_from_the_folders_bound_there(tmp_path):
+    kept = (str(tmp_path / "a" / "work"), str(tmp_path / "b" / "venv"), str(tmp_path / "b" / "src"))
+    for place in kept:
+        Path(place).mkdir(parents=True)
+        Path(place, "inside.txt").write_text("bound, not left")
+    assert _left_in(str(tmp_path), kept) is None
+    (tmp_path / "b" / "notes.txt").write_text("left by a cell")
+    assert _left_in(str(tmp_path), kept) == str(tmp_path / "b" / "notes.txt")
+    (tmp_path / "b" / "notes.txt").unlink()
+    (tmp_path / "b" / "cache").mkdir()
+    assert _left_in(str(tmp_path), kept) == str(tmp_path / "b" / "cache")
 
 
 def test_variables_functions_classes_and_random_streams_arrive(sandbox, forks):

@@ -56,7 +56,7 @@ def ask_command(
     console.print(f"[dim]model {spec} · dialect {dialect}[/]")
     config = AgentConfig(dialect=dialect, max_turns=max_turns, require_isolation=not allow_unisolated)
     config.sampling = config.sampling.model_copy(update={"temperature": temperature, "seed": seed})
-    trajectory = asyncio.run(_run(task, str(spec), config, console))
+    trajectory, runs_on = asyncio.run(_run(task, str(spec), config, console))
     if notebook is not None:
         notebook.write_text(_notebook_json(trajectory))
         console.print(f"[dim]Saved notebook to {notebook}[/]")
@@ -67,12 +67,14 @@ def ask_command(
         print(trajectory.model_dump_json(indent=2))
     elif trajectory.answer is None:
         console.print(f"[bold red]No answer[/] ({trajectory.termination.value} after {len(trajectory.turns)} turns)")
-    console.print(f"[dim]{_speed(trajectory)}[/]")
+    console.print(f"[dim]{_speed(trajectory)}{f' · {runs_on}' if runs_on else ''}[/]")
     raise typer.Exit(0 if trajectory.answer is not None else 1)
 
 
-async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> Trajectory:
+async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> tuple[Trajectory, str | None]:
+    """The trajectory, and for a model run here, which of llama.cpp's CPU libraries ran it."""
     chat_model = load_model(spec)
+    cpu = getattr(chat_model, "cpu", None)
     try:
         agent = Agent(chat_model, config)
         with console.status("[dim]the model is thinking[/]") as status:
@@ -81,7 +83,7 @@ async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> 
                 console.print(_show(turn))
                 status.update(f"[dim]the model is thinking (turn {turn.index + 2})[/]")
 
-            return await agent.arun(task, on_turn=on_turn)
+            return await agent.arun(task, on_turn=on_turn), cpu.describe() if cpu is not None else None
     finally:
         await chat_model.aclose()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
@@ -10,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from datalyst.cli._app import app
+from datalyst.errors import ModelUnavailable
 from datalyst.llm import DEFAULT_EMBEDDED_MODEL as DEFAULT_MODEL
-from datalyst.llm import fetch_model, is_cached, list_models, model_path, models_dir
+from datalyst.llm import fetch_model, is_cached, list_models, llama_cpu, model_path, models_dir
 
 models_app = typer.Typer(
     name="models",
@@ -53,6 +55,10 @@ def list_command(
         console = Console(highlight=False, width=max(console.width, 240))  # pipes get whole rows, not wrapped ones
     console.print(table)
     console.print(f"cache: {models_dir()}  (fetch with `datalyst models fetch NAME`)")
+    try:
+        console.print(llama_cpu().describe(), markup=False)
+    except ModelUnavailable as exc:
+        console.print(f"llama.cpp: {exc}", markup=False)
 
 
 @models_app.command("fetch")
@@ -70,3 +76,20 @@ def path_command(
 ) -> None:
     """Print the cached weight file of NAME; fails with the fetch command when it is missing."""
     print(model_path(name))
+
+
+@models_app.command("cpu")
+def cpu_command(
+    again: Annotated[
+        bool, typer.Option("--again", help="Forget the remembered choice and try the libraries anew.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the choice as JSON.")] = False,
+) -> None:
+    """Show which of llama.cpp's CPU libraries runs the models here (chosen once per machine by trial runs)."""
+    path = llama_cpu(again=again)
+    if as_json:
+        print(json.dumps(asdict(path), indent=2))
+        return
+    print(path.describe())
+    if path.folder is not None:
+        print(f"library: {path.folder}/libggml-cpu-{path.library}.so")

@@ -4,13 +4,15 @@
 Backends are imported only when asked for, so importing this package stays cheap. Local models also
 score given continuations (:class:`ScoringModel`), and ``load_tokenizer(spec)`` gives a model's chat
 template and vocabulary (:class:`ChatTokenizer`) for building training ids. ``llama_cpp_source()`` gives
-the llama.cpp source tree of the installed llama-cpp-python (its converters and tools); a LoRA adapter
+the llama.cpp source tree of the installed llama-cpp-python (its converters and tools), ``llama_cpu()`` which of
+its CPU libraries runs here (:class:`CpuPath`, chosen once by trial runs); a LoRA adapter
 runs through llama.cpp as ``embedded:NAME?adapter=PATH``, a peft folder once its conversion is saved
 there as ``ADAPTER_GGUF``.
 """
 
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, Role, SamplingParams, ScoringModel, TokenLogprob
 from datalyst.llm._cache import CachedModel
+from datalyst.llm._cpu import CpuPath, llama_cpu
 from datalyst.llm._embedded import DEFAULT_MODEL as DEFAULT_EMBEDDED_MODEL
 from datalyst.llm._embedded import (
     EmbeddedModel,
@@ -40,6 +42,7 @@ __all__ = [
     "ChatTokenizer",
     "Completion",
     "ContextOverflow",
+    "CpuPath",
     "EmbeddedModel",
     "GGUFTokenizer",
     "HFTokenizer",
@@ -57,6 +60,7 @@ __all__ = [
     "is_cached",
     "list_models",
     "llama_cpp_source",
+    "llama_cpu",
     "load_model",
     "load_tokenizer",
     "model_path",

@@ -1,9 +1,5 @@
 """GGUF files read by llama.cpp: checking a file, importing ``llama_cpp``, and the file's chat tokenizer.
 
-A llama.cpp built with ``GGML_BACKEND_DL`` and ``GGML_CPU_ALL_VARIANTS`` (one CPU library per instruction
-set, the best chosen at run time: portable and fast) registers no CPU backend by itself, and
-llama-cpp-python does not load one; :func:`import_llama_cpp` loads them.
-
 :class:`GGUFTokenizer` loads only the vocabulary (``vocab_only``, well under a second and a few MB) and
 the chat template stored in the file's metadata (``tokenizer.chat_template``).
 
@@ -15,7 +11,6 @@ from __future__ import annotations
 
 import codecs
 import ctypes
-import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -24,12 +19,12 @@ from typing import Any
 
 from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm._base import ChatMessage
+from datalyst.llm._cpu import INSTALL_FIX
 from datalyst.llm._local import GGUF_MAGIC, file_signature
 from datalyst.llm._tokenizer import TemplateRenderer, find_end_of_turn
 
-__all__ = ["ADAPTER_GGUF", "INSTALL_FIX", "GGUFTokenizer", "Spelling", "check_gguf", "find_adapter", "import_llama_cpp"]
+__all__ = ["ADAPTER_GGUF", "GGUFTokenizer", "Spelling", "check_gguf", "find_adapter", "import_llama_cpp"]
 
-INSTALL_FIX = "CMAKE_ARGS='-DGGML_NATIVE=ON' pip install 'datalyst[llamacpp]'"
 ADAPTER_GGUF = "adapter_model.gguf"
 """The GGUF conversion of a peft adapter, kept in the adapter's folder beside ``PEFT_WEIGHTS``."""
 PEFT_WEIGHTS = "adapter_model.safetensors"
@@ -77,7 +72,6 @@ def import_llama_cpp() -> Any:
             f"gguf: models need the Python package 'llama_cpp', which cannot be imported ({exc}); {INSTALL_FIX}"
         ) from exc
     _log_errors_only(llama_cpp)
-    load_cpu_variants(llama_cpp.llama_cpp._lib, Path(llama_cpp.__file__).parent)
     return llama_cpp
 
 
@@ -96,21 +90,6 @@ def _log_errors_only(lib: Any) -> None:
 
         _log_callback = lib.llama_log_callback(log)
         lib.llama_log_set(_log_callback, ctypes.c_void_p(0))
-
-
-@functools.cache
-def load_cpu_variants(libllama: Any, package: Path) -> bool:
-    """Register the CPU backend libraries of a ``GGML_BACKEND_DL`` build of the ``llama_cpp`` in ``package``
-    (llama.cpp picks the one the CPU supports best); False for a build with its CPU code linked in.
-    The loader is looked up through ``libllama``, so it is the libggml libllama uses (a wheel holds
-    copies of it under several names, and a copy opened by another name would be another library)."""
-    for where in (package / "lib", package.parent / "bin"):  # the wheel puts them beside the package
-        if any(where.glob("libggml-cpu-*.so")):
-            load_all = libllama.ggml_backend_load_all_from_path
-            load_all.argtypes, load_all.restype = [ctypes.c_char_p], None
-            load_all(str(where).encode())
-            return True
-    return False
 
 
 class GGUFTokenizer:

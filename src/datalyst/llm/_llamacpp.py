@@ -32,6 +32,7 @@ from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams
 from datalyst.llm._batching import BatchEngine, Job
 from datalyst.llm._cores import FreeCores, available_cores
+from datalyst.llm._cpu import CpuPath, load_cpu_library
 from datalyst.llm._gguf import GGUFTokenizer, check_gguf, find_adapter, import_llama_cpp
 from datalyst.llm._local import LocalModel, seeds
 from datalyst.llm._spec import ModelKind, ModelSpec
@@ -54,7 +55,8 @@ class LlamaCppModel(LocalModel):
     change. ``parallel`` sequences are decoded together: calls from that many trajectories at once share
     each forward pass (more wait for a free sequence); the KV cache holds ``n_ctx_tokens`` for each.
     ``adapter`` names a LoRA adapter to apply (a GGUF adapter or a converted peft folder).
-    Loading happens in the constructor (under a second for small models).
+    Loading happens in the constructor (under a second for small models; the first model a machine loads also
+    waits for the trial runs that choose the CPU library, about a second).
     """
 
     def __init__(
@@ -85,10 +87,14 @@ class LlamaCppModel(LocalModel):
         self.adapter: Path | None = find_adapter(Path(adapter).expanduser()) if adapter is not None else None
         """The GGUF LoRA adapter applied to the weights, if any."""
         lib = import_llama_cpp()
+        self.cpu: CpuPath = load_cpu_library(lib.llama_cpp._lib, Path(lib.__file__).parent)
+        """The CPU library llama.cpp runs here (chosen once per machine by trial runs; ModelUnavailable if none)."""
         self.chat_tokenizer: GGUFTokenizer = GGUFTokenizer(self.path)
         """The GGUF's chat template and vocabulary (loaded apart from the weights, so it outlives ``close``)."""
         self._lib = lib
-        self._model = lib.llama_model_load_from_file(str(self.path).encode(), lib.llama_model_default_params())
+        model_params = lib.llama_model_default_params()
+        model_params.use_extra_bufts = self.cpu.extra_buffers
+        self._model = lib.llama_model_load_from_file(str(self.path).encode(), model_params)
         if not self._model:
             raise ModelUnavailable(
                 f"llama.cpp cannot load {self.path}; the file may be truncated or use an architecture "

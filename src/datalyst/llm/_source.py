@@ -17,8 +17,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from datalyst.errors import ModelUnavailable
+from datalyst.llm._cpu import INSTALL_FIX
 from datalyst.llm._embedded import _pip_reason
-from datalyst.llm._gguf import INSTALL_FIX
 from datalyst.paths import cache_dir
 
 __all__ = ["llama_cpp_source"]

@@ -250,9 +250,9 @@ def main() -> None:
     greeting: dict[str, Any] = {"op": "ready", "pid": os.getpid(), "disk_maker": disk_maker_pid}
     if isinstance(parent, str):
         greeting["cgroups_error"], parent = parent, None
-    send_frame(sock, greeting)
     names = (f"sandbox-{os.getpid()}-{n}" for n in itertools.count())
     try:
+        send_frame(sock, greeting)
         while True:  # one framed request at a time; a malformed one is answered, never the end of the server
             try:
                 request, fds = recv_frame_with_fds(sock, MAX_REQUEST_FDS)
@@ -275,6 +275,8 @@ def main() -> None:
                     os.close(fd)
                 reply = {"error": f"unknown op {str(request.get('op'))[:100]!r}"}
             send_frame(sock, {**reply, "id": request.get("id")})
+    except (BrokenPipeError, ConnectionResetError):  # the host is gone (it ended, or crashed): no one waits
+        return
     finally:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for pid, group in monitors.items():

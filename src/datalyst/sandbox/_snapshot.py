@@ -55,6 +55,8 @@ class Start:
     workdir: str
     private_tmp: bool
     """``/tmp`` and ``/dev/shm`` are the jail's own (not the host's, as without namespaces)."""
+    binds: tuple[str, ...] = ()
+    """Host folders bound into the jail (the Python installation, a checkout): under ``/tmp`` they are not cells'."""
 
 
 class Refused(Exception):
@@ -146,7 +148,7 @@ def _closed_file(kind: str, name: Any, mode: Any, encoding: Any) -> io.IOBase:
 def take(namespace: dict[str, Any], start: Start, fd: int, limit: int) -> None:
     """Write the state to the file ``fd`` if it takes at most ``limit`` bytes; Refused says why it cannot be."""
     workdir = start.workdir
-    _check_no_activity(workdir, start.private_tmp)
+    _check_no_activity(start)
     state = {
         "names": namespace,
         "lines": {name: entry for name, entry in linecache.cache.items() if name.startswith("<cell-")},
@@ -170,7 +172,7 @@ def take(namespace: dict[str, Any], start: Start, fd: int, limit: int) -> None:
         file.write(data)
 
 
-def _check_no_activity(workdir: str, private_tmp: bool) -> None:
+def _check_no_activity(start: Start) -> None:
     """Refused when a thread, a process or a file outside the work folder that cells made would be lost."""
     if threading.active_count() > 1:
         raise Refused("a thread a cell started is still running")
@@ -178,22 +180,23 @@ def _check_no_activity(workdir: str, private_tmp: bool) -> None:
         with open(f"/proc/self/task/{task}/children") as f:
             if f.read().strip():
                 raise Refused("a process a cell started is still running (or was never waited for)")
-    if private_tmp:
+    if start.private_tmp:
         for folder in ("/tmp", "/dev/shm"):
-            if found := _left_in(folder, workdir):
+            if found := _left_in(folder, (start.workdir, *start.binds)):
                 raise Refused(f"{found} is in the private {folder}, which a fork does not copy")
 
 
-def _left_in(folder: str, workdir: str) -> str | None:
-    """A file or folder under ``folder`` other than the work folder and the folders that lead to it."""
+def _left_in(folder: str, kept: tuple[str, ...]) -> str | None:
+    """A file or folder under ``folder`` other than the ``kept`` ones (work folder, binds) and the folders that
+    lead to them."""
     for path, dirs, files in os.walk(folder):
         if files:
             return os.path.join(path, files[0])
         for name in list(dirs):
             full = os.path.join(path, name)
-            if full == workdir:
+            if full in kept:
                 dirs.remove(name)
-            elif not workdir.startswith(full + "/"):
+            elif not any(place.startswith(full + "/") for place in kept):
                 return full
     return None
 

@@ -312,7 +312,7 @@ def serve(sock: socket.socket, spec: JailSpec, *, private_tmp: bool) -> None:
     kernel = Kernel(int(spec.limits["max_output_chars"]), spec.limits["cpu_s"])
     helpers = sql_helpers(spec)
     kernel.namespace.update(helpers)
-    start = snapshot.Start(helpers, dict(os.environ), spec.workdir, private_tmp)
+    start = snapshot.Start(helpers, dict(os.environ), spec.workdir, private_tmp, tuple(spec.readonly_dirs))
     send_frame(sock, {"op": "ready"})
     while True:
         try:
