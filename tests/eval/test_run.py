@@ -9,6 +9,7 @@ import pytest
 from datalyst.agent import AgentConfig, read_trajectories
 from datalyst.errors import ConfigError
 from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval, score_run
+from datalyst.eval._run import prepare_run
 from datalyst.llm import ReplayModel
 from datalyst.paths import benchmarks_dir
 from datalyst.tasks import Task, load_bird, load_dabench, load_humaneval, write_tasks
@@ -104,6 +105,13 @@ def test_a_run_folder_refuses_other_settings(finished_run):
     out, _ = finished_run
     with pytest.raises(ConfigError, match="trials"):
         run_eval(config(trials=3), out, ReplayModel(SCRIPT, per_turn=True), progress=False)
+
+
+def test_a_split_is_recorded_and_excludes_a_subset(tmp_path, dabench_tables):
+    tasks = prepare_run(config(subset=None, split="test"), tmp_path / "run")
+    assert len(tasks) == 197 and json.loads((tmp_path / "run" / "config.json").read_text())["split"] == "test"
+    with pytest.raises(ValueError, match="give --split or --subset, not both"):
+        config(split="dev")
 
 
 def test_rescoring_gives_the_same_report(finished_run):

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from datalyst.errors import DataFileError
+from datalyst.errors import ConfigError, DataFileError
 from datalyst.paths import dabench_dir
-from datalyst.tasks import Task, load_dabench, read_tasks, stratified_subset, write_tasks
+from datalyst.tasks import Task, load_dabench, read_tasks, split_tasks, stratified_subset, write_tasks
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,19 @@ def test_subsets_are_seeded_stratified_and_in_original_order(dabench):
     order = [t.id for t in dabench]
     assert [order.index(t.id) for t in subset] == sorted(order.index(t.id) for t in subset)
     assert stratified_subset(dabench, 500) == dabench
+
+
+def test_the_dev_split_is_the_seed_0_subset_and_the_test_split_the_rest(dabench):
+    dev, test = split_tasks(dabench, "dabench", "dev"), split_tasks(dabench, "dabench", "test")
+    assert [t.id for t in dev] == [t.id for t in stratified_subset(dabench, 60, seed=0)]
+    assert len(test) == 197 and not {t.id for t in dev} & {t.id for t in test}
+    order = [t.id for t in dabench]
+    assert sorted([*dev, *test], key=lambda t: order.index(t.id)) == dabench
+
+
+def test_a_benchmark_without_a_split_is_refused():
+    with pytest.raises(ConfigError, match="tablebench has no dev/test split; splits exist for dabench"):
+        split_tasks([Task(id="1", question="?")], "tablebench", "test")
 
 
 def test_strata_shares_follow_largest_remainders():

@@ -68,6 +68,13 @@ def run_command(
     c_puct: Annotated[float, typer.Option(help="mcts: exploration weight (0: follow the values).")] = INFER.c_puct,
     value_model: Annotated[Path | None, typer.Option(help="mcts: a value model (`train value`).")] = None,
     trials: Annotated[int, typer.Option(help="Runs per task (pass@1 averages them, pass@k takes the best).")] = 3,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="dev: the development subset every choice is made on; test: the rest, run only to record a result "
+            "(DABench: 60 and 197 questions)."
+        ),
+    ] = None,
     subset: Annotated[int | None, typer.Option(help="Evaluate a stratified subset of this many tasks.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the subset and of sampling.")] = 0,
     stratify_by: Annotated[str, typer.Option(help="Strata of the subset: level or category.")] = "level",
@@ -110,6 +117,7 @@ def run_command(
         config = EvalConfig(
             bench=bench,
             bench_path=str(bench_path) if bench_path else None,
+            split=split,
             subset=subset,
             seed=seed,
             stratify_by=stratify_by,
@@ -127,7 +135,9 @@ def run_command(
         )
     except ValidationError as exc:
         problem = exc.errors()[0]
-        raise ConfigError(f"--{'-'.join(str(p) for p in problem['loc']).replace('_', '-')}: {problem['msg']}") from exc
+        option = "-".join(str(p) for p in problem["loc"]).replace("_", "-")
+        message = problem["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"--{option}: {message}" if option else message) from exc
     console = Console(stderr=True, highlight=False)
     console.print(f"[dim]model {spec} · {', '.join(dialect)} · {trials} trials · run folder {out}[/]")
     tasks = prepare_run(config, out)  # checks the benchmark and the folder before the model loads

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from datalyst.agent import AgentConfig
 from datalyst.llm import SamplingParams
 from datalyst.search import INFER, MCTSConfig
-from datalyst.tasks import StratifyBy
+from datalyst.tasks import Split, StratifyBy
 
 EVAL_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024, seed=0)
 """DataMind's test-time sampling (temperature 0.7, top-p 0.95), seeded so a run can be replayed."""
@@ -26,6 +26,9 @@ class EvalConfig(BaseModel):
 
     bench: str
     bench_path: str | None = None
+    split: Split | None = None
+    """``dev``: the benchmark's development subset, on which every choice is made; ``test``: the rest, run only
+    to record a result (``datalyst.tasks.DEV_SUBSETS``). None: the whole benchmark, or ``subset``."""
     subset: int | None = Field(None, ge=1)
     seed: int = 0
     """Picks the subset (and seeds sampling through ``agent.sampling.seed``)."""
@@ -46,6 +49,12 @@ class EvalConfig(BaseModel):
     reformat_model: str | None = None
     """DABench: the model that rewrites each answer into the question's ``@name[value]`` format before the
     official scorer reads it (the official protocol; reports give raw and reformatted figures). None: raw only."""
+
+    @model_validator(mode="after")
+    def _one_slice(self) -> EvalConfig:
+        if self.split is not None and self.subset is not None:
+            raise ValueError("a split is a fixed set of tasks; give --split or --subset, not both")
+        return self
 
     def changed_settings(self, other: EvalConfig) -> list[str]:
         """The settings in which ``other`` makes different trajectories or verdicts (not how fast it runs, nor

@@ -228,12 +228,17 @@ def write_reports(
 def render_markdown(report: EvalReport) -> str:
     config = report.config
     k = config.trials
-    subset = f", stratified subset of {config.subset} by {config.stratify_by} (seed {config.seed})"
+    if config.split is not None:
+        subset = f", the {config.split} split"
+    elif config.subset is not None:
+        subset = f", stratified subset of {config.subset} by {config.stratify_by} (seed {config.seed})"
+    else:
+        subset = ""
     revision = f" ({short_revision(report.git_revision)})" if report.git_revision else ""
     lines = [
         f"# Evaluation: {config.bench} with {config.model}",
         "",
-        f"{report.n_tasks} tasks{subset if config.subset else ''}, {k} trial{'s' if k != 1 else ''}, "
+        f"{report.n_tasks} tasks{subset}, {k} trial{'s' if k != 1 else ''}, "
         f"strategy {_strategy(config)}, "
         f"temperature {config.agent.sampling.temperature}, top-p {config.agent.sampling.top_p}, "
         f"at most {config.agent.max_turns} turns of {config.agent.sampling.max_tokens} tokens. "

@@ -22,7 +22,7 @@ from datalyst.eval._strategies import run_strategy, strategy_costs, trajectory_f
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
 from datalyst.llm import ChatModel
-from datalyst.tasks import Task, read_tasks, stratified_subset, write_tasks
+from datalyst.tasks import Task, read_tasks, split_tasks, stratified_subset, write_tasks
 from datalyst.train import load_value_model
 
 Shard = tuple[int, int]
@@ -60,7 +60,9 @@ def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
             write_atomic(config_path, config.model_dump_json(indent=2))
         return read_tasks(tasks_path)
     tasks = load_bench(config.bench, config.bench_path)
-    if config.subset is not None:
+    if config.split is not None:
+        tasks = split_tasks(tasks, config.bench, config.split)
+    elif config.subset is not None:
         tasks = stratified_subset(tasks, config.subset, seed=config.seed, by=config.stratify_by)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_tasks(tasks, tasks_path)

@@ -1,20 +1,22 @@
-"""Tasks: the shared record of a question about data files (or a program to write), benchmark loaders and subsets."""
+"""Tasks: the shared record of a question about data files (or a program to write), loaders, subsets, splits."""
 
 from datalyst.tasks._bird import SQL_ANSWER_FORMAT, load_bird
 from datalyst.tasks._dabench import load_dabench
 from datalyst.tasks._humaneval import load_humaneval
 from datalyst.tasks._io import read_tasks, write_tasks
-from datalyst.tasks._subset import StratifyBy, stratified_subset
+from datalyst.tasks._subset import DEV_SUBSETS, Split, StratifyBy, split_tasks, stratified_subset
 from datalyst.tasks._tablebench import TABLEBENCH_FORMAT, load_tablebench, tablebench_csv
 from datalyst.tasks._task import SCHEMA_VERSION, Case, JudgeName, Lineage, Task
 
 __all__ = [
+    "DEV_SUBSETS",
     "SCHEMA_VERSION",
     "SQL_ANSWER_FORMAT",
     "TABLEBENCH_FORMAT",
     "Case",
     "JudgeName",
     "Lineage",
+    "Split",
     "StratifyBy",
     "Task",
     "load_bird",
@@ -22,6 +24,7 @@ __all__ = [
     "load_humaneval",
     "load_tablebench",
     "read_tasks",
+    "split_tasks",
     "stratified_subset",
     "tablebench_csv",
     "write_tasks",
