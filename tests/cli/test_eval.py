@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from datalyst.eval import REFORMATTER
 from datalyst.judge import dabench_dir
 
 SCRIPT = [
@@ -32,7 +33,7 @@ def test_eval_run_then_compare(datalyst, replay_spec, tmp_path, dabench_tables):
         args = ["--bench", "tasks", "--bench-path", str(tasks), "--model", model, "--out", str(out)]
         for dialect in dialects:
             args += ["--dialect", dialect]
-        done = datalyst("eval", "run", *args, "--trials", "2")
+        done = datalyst("eval", "run", *args, "--trials", "2", "--reformat-model", model)
         assert done.returncode == 0, done.stderr
         assert (
             "| datamind | 4/4 | 50.0 [" in done.stdout and "rollout" not in done.stdout
@@ -116,14 +117,13 @@ def _question_zero(tmp_path, dabench_tables):
     return tasks
 
 
-def test_eval_run_reformats_dabench_answers_with_the_agents_model_by_default(
-    datalyst, replay_spec, tmp_path, dabench_tables
-):
+def test_eval_run_reformats_dabench_answers_with_the_reformat_model(datalyst, replay_spec, tmp_path, dabench_tables):
     tasks = _question_zero(tmp_path, dabench_tables)
     # Every conversation follows the script: the agent answers a bare value at its first turn; the
     # reformat conversation holds that answer as one assistant turn, so it gets the second line.
     model = replay_spec(["<answer>34.65</answer>", "@mean_fare[34.65]"], per_turn=True)
     args = ["--bench", "tasks", "--bench-path", str(tasks), "--model", model, "--trials", "1"]
+    args += ["--reformat-model", model]
     done = datalyst("eval", "run", *args, "--out", str(tmp_path / "a"))
     assert done.returncode == 0, done.stderr
     assert "| datamind | raw | 0.0 [" in done.stdout
@@ -135,6 +135,16 @@ def test_eval_run_reformats_dabench_answers_with_the_agents_model_by_default(
     reported = datalyst("eval", "report", str(tmp_path / "a"))  # every answer is reformatted: no model is loaded
     assert reported.returncode == 0, reported.stderr
     assert "| datamind | reformatted (official protocol) | 100.0 [" in reported.stdout
+
+
+def test_one_fixed_reformatter_is_the_default_and_loads_only_for_an_answer_to_reformat(datalyst, replay_spec, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "1", "question": "Six times seven?", "answer": 42}) + "\n")
+    model = replay_spec(["<answer>42</answer>"], per_turn=True)
+    args = ["--bench", "tasks", "--bench-path", str(tasks), "--model", model, "--trials", "1"]
+    done = datalyst("eval", "run", *args, "--out", str(tmp_path / "run"))  # nothing DABench-judged: no reformatter
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["reformat_model"] == REFORMATTER
 
 
 def test_eval_score_reformats_responses_on_request(datalyst, replay_spec, tmp_path, dabench_tables):

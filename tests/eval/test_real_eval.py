@@ -15,13 +15,14 @@ def test_a_real_evaluation_run_is_scored_and_reported(datalyst, tmp_path, dabenc
     args = [
         "eval", "run", "--bench", "dabench", "--subset", "2", "--seed", "0", "--trials", "2",
         "--model", "embedded:tiny", "--max-turns", "2", "--max-tokens", "96", "--out", str(out),
+        "--reformat-model", "embedded:tiny",
     ]  # fmt: skip
     done = datalyst(*args, timeout_s=900)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())
     [dialect] = report["dialects"]
     assert report["n_tasks"] == 2 and dialect["behaviour"]["n_trajectories"] == 4
-    assert set(dialect["dabench"]) == {"raw", "reformatted"}  # the agent's own model reformats by default
+    assert set(dialect["dabench"]) == {"raw", "reformatted"}
     assert set(dialect["dabench"]["reformatted"]["strict"]) == {
         "accuracy_by_question",
         "accuracy_by_sub_question",

@@ -19,6 +19,7 @@ from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
     BENCHES,
     EVAL_SAMPLING,
+    REFORMATTER,
     RESPONSES,
     EvalConfig,
     EvalReport,
@@ -95,7 +96,7 @@ def run_command(
         str | None,
         typer.Option(
             help="DABench: model spec that rewrites each answer into the question's format before scoring, "
-            "as the official pipeline does. [default: the agent's model]"
+            f"as the official pipeline does. [default: {REFORMATTER}, the same for every agent]"
         ),
     ] = None,
     reformat: Annotated[
@@ -131,7 +132,7 @@ def run_command(
             agent=AgentConfig(sampling=sampling, max_turns=max_turns, require_isolation=not allow_unisolated),
             concurrency=concurrency,
             judge_model=judge_model,
-            reformat_model=(str(resolve_spec(reformat_model)) if reformat_model else spec) if reformat else None,
+            reformat_model=str(resolve_spec(reformat_model or REFORMATTER)) if reformat else None,
         )
     except ValidationError as exc:
         problem = exc.errors()[0]
@@ -157,8 +158,8 @@ async def _run(config: EvalConfig, out: Path, *, shard: tuple[int, int] | None) 
             else None
         )
         reformatter = None
-        if config.reformat_model not in (None, config.model):
-            reformatter = await stack.enter_async_context(ManagedModel(config.reformat_model, eager=True))
+        if config.reformat_model not in (None, config.model):  # loaded at its first answer: a run may have none
+            reformatter = await stack.enter_async_context(ManagedModel(config.reformat_model))
         return await arun_eval(config, out, model, judge_model=judge, reformat_model=reformatter, shard=shard)
 
 

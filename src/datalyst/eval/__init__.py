@@ -4,7 +4,7 @@ from datalyst.eval._benches import BENCHES, load_bench
 from datalyst.eval._compare import Comparison, Difference, compare_runs, paired_difference
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
-from datalyst.eval._reformat import areformat_responses
+from datalyst.eval._reformat import REFORMATTER, areformat_responses
 from datalyst.eval._report import RESPONSES, DABenchFigures, DialectReport, EvalReport, render_markdown
 from datalyst.eval._run import (
     arun_eval,
@@ -22,6 +22,7 @@ from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 __all__ = [
     "BENCHES",
     "EVAL_SAMPLING",
+    "REFORMATTER",
     "RESPONSES",
     "Behaviour",
     "Comparison",

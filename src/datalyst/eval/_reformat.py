@@ -21,6 +21,11 @@ from datalyst.llm import ChatModel
 from datalyst.tasks import Task
 
 REFORMATTED_FILE = "reformatted.jsonl"
+REFORMATTER = "embedded:medium"
+"""The one model that reformats every run's answers, whatever the agent's model, as InfiAgent used one fixed
+model for every agent under test: the strongest local model (Qwen2.5-Coder-1.5B, far ahead of the 0.5B on
+DABench, docs/RESULTS.md). A model reformatting its own answers would make each row's figure depend on the
+agent twice (the 0.5B reformatter flipped right answers)."""
 
 Key = tuple[str, str]
 """(dialect, trajectory id)."""
