@@ -24,6 +24,7 @@ from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import get_dialect
 from datalyst.agent._export import observation_message, to_messages
 from datalyst.agent._figures import collect_figures
+from datalyst.agent._preload import preload_cell
 from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
 from datalyst.data import FileKind, describe, detect_kind
 from datalyst.errors import DataFileError
@@ -56,6 +57,9 @@ class AgentConfig(BaseModel):
     """Longest observation shown to the model; longer ones keep their head and tail."""
     max_file_info_chars: int = Field(6000, ge=500)
     """Budget for the files' meta-information in the first prompt, shared by all files."""
+    preload: bool = False
+    """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
+    reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
     sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=1024)
     sandbox_mode: Mode = "session"
     limits: Limits = Limits()
@@ -179,15 +183,28 @@ class Agent:
         context = await asyncio.get_running_loop().run_in_executor(
             executor, build_context, task, self.config.max_file_info_chars
         )
+        sandbox = PendingSandbox.start(task.files, self.config, executor)
+        setup = preload_cell(task.files) if self.config.preload else None
+        if setup is not None:
+            try:
+                result = await (await sandbox.get()).arun_python(setup)
+            except BaseException:
+                await sandbox.aclose()
+                raise
+            if result.ok:
+                context.preloaded = f"```python\n{setup}\n```\n{result.stdout.strip()}"
+            else:  # the model reads the files itself, as without preload (the cell's output is not shown)
+                setup = None
         system, first = self.dialect.opening(context)
         hint = self.guidance(task).strip() if self.guidance else ""
         added = f"\n\n{hint}" if hint else ""
         first += added
         trajectory = self.new_trajectory(
-            task, trial, system_prompt=system, first_message=first, guidance=added, termination=Termination.MAX_TURNS
-        )
+            task, trial, system_prompt=system, first_message=first, guidance=added, setup_code=setup,
+            termination=Termination.MAX_TURNS,
+        )  # fmt: skip
         messages = (ChatMessage(role=Role.SYSTEM, content=system), ChatMessage(role=Role.USER, content=first))
-        return AgentState(trajectory, messages, PendingSandbox.start(task.files, self.config, executor))
+        return AgentState(trajectory, messages, sandbox)
 
     def follow_up(self, state: AgentState, task: Task) -> AgentState:
         """The state that asks ``task`` (a question about the same files) after ``state`` ended: the conversation
@@ -294,9 +311,9 @@ class Agent:
                            errors_in_a_row=errors)  # fmt: skip
         try:
             sandbox = await state.sandbox.get()
-            for turn in trajectory.turns:
-                if turn.kind == ActionKind.CODE:
-                    await sandbox.arun_python(turn.code or "")
+            for code in [trajectory.setup_code or "", *(t.code or "" for t in trajectory.turns if t.kind == "code")]:
+                if code:
+                    await sandbox.arun_python(code)
         except BaseException:
             await state.sandbox.aclose()
             raise

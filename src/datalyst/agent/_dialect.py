@@ -45,6 +45,8 @@ class PromptContext(BaseModel):
     """A SQLite file is among the files, so ``get_db_info()`` and ``execute_sql()`` are available."""
     libraries: list[str] = list(PREINSTALLED)
     """What code can import in the sandbox (besides the standard library)."""
+    preloaded: str = ""
+    """The code that loaded the files before the first turn and what it printed (``AgentConfig.preload``)."""
 
 
 class Dialect(Protocol):

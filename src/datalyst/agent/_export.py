@@ -78,6 +78,8 @@ def _cells(trajectory: Trajectory) -> list[NotebookNode]:
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
     cells = [new_markdown_cell(_task_markdown(trajectory))]
+    if trajectory.setup_code:  # ran before the first turn: the notebook runs it first too
+        cells.append(new_code_cell(trajectory.setup_code))
     for turn in trajectory.turns:
         if turn.thought:
             cells.append(new_markdown_cell(turn.thought))

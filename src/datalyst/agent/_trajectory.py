@@ -99,6 +99,9 @@ class Trajectory(BaseModel):
     guidance: str = ""
     """What sampling added at the end of ``first_message`` (workflow knowledge, a reflection's critique),
     exactly. Training views drop it, so a model learns to act without the hint."""
+    setup_code: str | None = None
+    """Code run in the sandbox before the first turn (the files loaded, ``AgentConfig.preload``); the first
+    message shows it and its output. Rebuilding the trajectory's sandbox runs it first."""
     turns: list[Turn] = []
     answer: str | None = None
     termination: Termination

@@ -86,6 +86,9 @@ def run_command(
     top_p: Annotated[float, typer.Option()] = EVAL_SAMPLING.top_p,
     max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = EVAL_SAMPLING.max_tokens,
     max_turns: Annotated[int, typer.Option(help="Turns per trajectory.")] = 10,
+    preload: Annotated[
+        bool, typer.Option(help="Load the data files into DataFrames (df) before the first turn and say so.")
+    ] = False,
     concurrency: Annotated[
         int, typer.Option(help="Trajectories at once (a local llama.cpp model decodes up to 4 together).")
     ] = 1,
@@ -129,7 +132,9 @@ def run_command(
             search=MCTSConfig(simulations=simulations, expansions=expansions, c_puct=c_puct, max_depth=max_turns),
             value_model=str(value_model.resolve()) if value_model else None,
             trials=trials,
-            agent=AgentConfig(sampling=sampling, max_turns=max_turns, require_isolation=not allow_unisolated),
+            agent=AgentConfig(
+                sampling=sampling, max_turns=max_turns, preload=preload, require_isolation=not allow_unisolated
+            ),
             concurrency=concurrency,
             judge_model=judge_model,
             reformat_model=str(resolve_spec(reformat_model or REFORMATTER)) if reformat else None,
