@@ -44,6 +44,9 @@ def test_eval_run_then_compare(datalyst, replay_spec, tmp_path, dabench_tables):
     (runs[0] / "report.md").unlink()
     reported = datalyst("eval", "report", str(runs[0]))
     assert reported.returncode == 0, reported.stderr
+    failures = datalyst("eval", "failures", str(runs[0]), "--json")  # question 5 answered with question 0's name
+    assert failures.returncode == 0, failures.stderr
+    assert json.loads(failures.stdout) == {"format": 2}
     assert "| datamind | 4/4 | 50.0 [" in reported.stdout and (runs[0] / "report.md").is_file()
     compared = datalyst("eval", "compare", str(runs[0]), str(runs[1]))
     assert compared.returncode == 0, compared.stderr

@@ -27,10 +27,13 @@ from datalyst.eval import (
     arun_eval,
     ascore_run,
     compare_runs,
+    failure_counts,
     parse_pot_rows,
     prepare_run,
     read_config,
+    read_verdicts,
     render_markdown,
+    run_trajectories,
 )
 from datalyst.jsonl import read_records
 from datalyst.judge import (
@@ -326,3 +329,19 @@ def compare_command(
         print(comparison.model_dump_json(indent=2))
     else:
         Console(highlight=False, soft_wrap=True).print(comparison.render())
+
+
+@eval_app.command("failures")
+def failures_command(
+    run: Annotated[Path, typer.Argument(help="A run folder made by `datalyst eval run`.", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Count the run's trajectories that were not fully right by kind of failure (rules, not reading them)."""
+    counts = failure_counts(run_trajectories(run, read_config(run)), read_verdicts(run))
+    if as_json:
+        print(json.dumps(counts, indent=2))
+        return
+    total = sum(counts.values())
+    print(f"{total} trajectories not fully right")
+    for kind, count in counts.items():
+        print(f"{kind:>15}  {count:4}  {100 * count / total:5.1f}%")

@@ -3,6 +3,7 @@
 from datalyst.eval._benches import BENCHES, load_bench
 from datalyst.eval._compare import Comparison, Difference, compare_runs, paired_difference
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
+from datalyst.eval._failures import failure_counts, failure_kind
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
 from datalyst.eval._reformat import REFORMATTER, areformat_responses
 from datalyst.eval._report import RESPONSES, DABenchFigures, DialectReport, EvalReport, render_markdown
@@ -41,6 +42,8 @@ __all__ = [
     "behaviour",
     "bootstrap",
     "compare_runs",
+    "failure_counts",
+    "failure_kind",
     "load_bench",
     "paired_difference",
     "parse_pot_rows",

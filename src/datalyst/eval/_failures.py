@@ -1,0 +1,92 @@
+"""Why answers were wrong, by kind: rules over each trajectory and its verdict, counted for a whole run.
+
+Each trajectory that is not fully right gets one kind, the first that applies:
+
+- ``failed``: our side failed (model server, sandbox);
+- an unanswered trajectory ends on the error of its last failing cell: ``file loading`` (reading a data file),
+  ``wrong column`` (a name the table does not have), ``dtype`` (values of the wrong type), ``undefined name``,
+  ``syntax``, ``other error``; or, with no failing last cell, ``gave up`` (turns ran out, void turns, the
+  context overflowed);
+- an answered one is ``format`` when its answer holds none of the ``@name[value]`` parts the task asks for, or
+  when the reformatted answer is right; ``partly right`` when some parts are right; else ``wrong value``.
+
+The rules read error names and messages, never the question, so they carry over to any task set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from datalyst.agent import ActionKind, Termination, Trajectory
+from datalyst.eval._verdicts import Verdict
+from datalyst.judge import extract_answers
+
+KINDS = (
+    "failed",
+    "file loading",
+    "wrong column",
+    "dtype",
+    "undefined name",
+    "syntax",
+    "other error",
+    "gave up",
+    "format",
+    "partly right",
+    "wrong value",
+)
+_LOADING = re.compile(
+    r"read_(csv|json|excel|parquet|table|sql)|json\.load|No such file|codec can't decode|Error tokenizing|"
+    r"Expecting value|Trailing data|Mixing dicts|If using all scalar values|arrays must all be same length",
+)
+_COLUMN = re.compile(
+    r"not in index|None of \[|'(DataFrame|Series)' object has no attribute|Column not found|no such column"
+)
+_DTYPE = re.compile(
+    r"could not convert|unsupported operand|invalid literal|not supported between|Cannot convert|"
+    r"must be real number|ufunc|dtype|could not be converted|agg function failed|can only concatenate"
+)
+
+
+def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
+    """The kind of failure of ``trajectory`` (None when its answer is fully right)."""
+    if verdict.correct:
+        return None
+    if trajectory.termination == Termination.FAILED:
+        return "failed"
+    if trajectory.answer is None:
+        code_turns = [turn for turn in trajectory.turns if turn.kind == ActionKind.CODE and turn.result is not None]
+        last = code_turns[-1].result if code_turns else None
+        if last is None or last.error is None:
+            return "gave up"
+        return _error_kind(last.error.ename, f"{last.error.evalue}\n{last.error.traceback}")
+    expected = trajectory.task.answer if isinstance(trajectory.task.answer, dict) else {}
+    given = extract_answers(trajectory.answer)
+    if (expected and not set(given) & set(expected)) or verdict.reformatted_score == 1.0:
+        return "format"
+    wrong = verdict.detail.removeprefix("wrong: ").split(", ") if verdict.detail else []
+    return "partly right" if expected and 0 < len(wrong) < len(expected) else "wrong value"
+
+
+def _error_kind(name: str, text: str) -> str:
+    if name in ("FileNotFoundError", "UnicodeDecodeError", "ParserError", "JSONDecodeError", "EmptyDataError"):
+        return "file loading"
+    if _LOADING.search(text):
+        return "file loading"
+    if name == "KeyError" or _COLUMN.search(text):
+        return "wrong column"
+    if _DTYPE.search(text):
+        return "dtype"
+    if name in ("NameError", "UnboundLocalError"):
+        return "undefined name"
+    if name in ("SyntaxError", "IndentationError"):
+        return "syntax"
+    return "other error"
+
+
+def failure_counts(trajectories: Sequence[Trajectory], verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """How many of the run's trajectories failed in each kind (``KINDS`` order; kinds with none left out)."""
+    by_key = {(t.dialect, t.id): t for t in trajectories}
+    counts = Counter(failure_kind(by_key[v.dialect, v.trajectory_id], v) for v in verdicts)
+    return {kind: counts[kind] for kind in KINDS if counts[kind]}

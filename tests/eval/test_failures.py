@@ -1,0 +1,76 @@
+"""Kinds of failure, by rules over a trajectory and its verdict."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from datalyst.agent import ActionKind, Termination, Trajectory, Turn
+from datalyst.eval import Verdict, failure_counts, failure_kind
+from datalyst.llm import SamplingParams
+from datalyst.sandbox import CellError, ExecResult
+from datalyst.tasks import Task
+
+TASK = Task(id="t", question="Mean and count?", answer={"mean": "2.5", "count": "4"}, judge="dabench")
+
+
+def run(*results: ExecResult, answer: str | None = None, termination: Termination | None = None) -> Trajectory:
+    turns = [Turn(index=i, raw="", text="", kind=ActionKind.CODE, code="x", result=r) for i, r in enumerate(results)]
+    if answer is not None:
+        turns.append(Turn(index=len(turns), raw="", text="", kind=ActionKind.ANSWER, answer=answer))
+    ended = termination or (Termination.ANSWER if answer is not None else Termination.EXECUTION_ERRORS)
+    return Trajectory(
+        id="t#0", task=TASK, dialect="jupiter", model="m", sampling=SamplingParams(), system_prompt="",
+        first_message="", turns=turns, answer=answer, termination=ended, started_at=datetime.now(UTC),
+    )  # fmt: skip
+
+
+def verdict(*, correct: bool = False, detail: str | None = None, reformatted: float | None = None) -> Verdict:
+    return Verdict(
+        trajectory_id="t#0", task_id="t", dialect="jupiter", trial=0, answered=True, score=float(correct),
+        correct=correct, detail=detail, reformatted_score=reformatted,
+    )  # fmt: skip
+
+
+def error(name: str, value: str, traceback: str = "") -> ExecResult:
+    return ExecResult(error=CellError(ename=name, evalue=value, traceback=traceback))
+
+
+@pytest.mark.parametrize(
+    ("result", "kind"),
+    [
+        (error("TypeError", "list indices must be integers", "data = json.load(f)"), "file loading"),
+        (error("ParserError", "Error tokenizing data. C error"), "file loading"),
+        (error("KeyError", "'Revenue'"), "wrong column"),
+        (error("AttributeError", "'DataFrame' object has no attribute 'revenu'"), "wrong column"),
+        (error("TypeError", "unsupported operand type(s) for +: 'int' and 'str'"), "dtype"),
+        (error("ValueError", "could not convert string to float: '1,200'"), "dtype"),
+        (error("NameError", "name 'df' is not defined"), "undefined name"),
+        (error("SyntaxError", "invalid syntax"), "syntax"),
+        (error("ZeroDivisionError", "division by zero"), "other error"),
+        (ExecResult(stdout="fine"), "gave up"),
+    ],
+)
+def test_an_unanswered_run_is_told_by_its_last_cell(result, kind):
+    assert failure_kind(run(ExecResult(stdout="ok"), result), verdict()) == kind
+
+
+@pytest.mark.parametrize(
+    ("answer", "judged", "kind"),
+    [
+        ("The mean is 2.5 and there are 4 rows.", verdict(), "format"),
+        ("@mean[2.5] @count[5]", verdict(detail="wrong: count", reformatted=0.0), "partly right"),
+        ("@mean[2.5], 4 rows", verdict(detail="wrong: count", reformatted=1.0), "format"),
+        ("@mean[3.1] @count[5]", verdict(detail="wrong: mean, count", reformatted=0.0), "wrong value"),
+    ],
+)
+def test_an_answered_run_is_told_by_its_answer(answer, judged, kind):
+    assert failure_kind(run(answer=answer), judged) == kind
+
+
+def test_right_answers_have_no_kind_and_counts_follow_the_kinds_order():
+    assert failure_kind(run(answer="@mean[2.5] @count[4]"), verdict(correct=True)) is None
+    failed = run(termination=Termination.FAILED)
+    assert failure_kind(failed, verdict()) == "failed"
+    assert failure_counts([run(error("KeyError", "'x'"))], [verdict()]) == {"wrong column": 1}
