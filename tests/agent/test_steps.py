@@ -130,3 +130,26 @@ def test_a_restored_state_has_the_conversation_variables_and_files_of_the_trajec
     assert printed.strip() == "2 hi"
     assert [m.content for m in state.messages] == [m.content for m in to_messages(trajectory)]
     assert state.errors_in_a_row == 1 and state.turns == trajectory.turns
+
+
+def test_a_repeat_of_the_cell_that_just_failed_is_not_run_again(sales_task):
+    broken = "Thought: Sum it.\nAction:\n```python\nprint(undefined_total)\n```"
+    again = "Thought: Sum it.\nAction:\n```python\nprint(undefined_total)   \n```"  # the same cell, spaces aside
+    fixed = "Thought: Define it.\nAction:\n```python\nundefined_total = 1\nprint(undefined_total)\n```"
+    script = [broken, again, fixed, "Thought: Done.\nFormatted answer: 1"]
+    config = AgentConfig(dialect="jupiter", repeat_guard=True, max_consecutive_errors=3)
+    trajectory = asyncio.run(Agent(ReplayModel(script, per_turn=True), config).arun(sales_task))
+    first, repeated, third = trajectory.turns[:3]
+    assert repeated.result == first.result and repeated.execution_s == 0.0  # the error it would give again
+    assert repeated.observation.startswith("This is the code of the cell that just failed, so it was not run again")
+    assert "NameError" in repeated.observation and third.result.ok and trajectory.answer == "1"
+    unguarded = asyncio.run(Agent(ReplayModel(script, per_turn=True), AgentConfig(dialect="jupiter")).arun(sales_task))
+    assert unguarded.turns[1].execution_s > 0 and not unguarded.turns[1].result.ok  # run again, failed again
+
+
+def test_repeats_count_as_failing_cells(sales_task):
+    broken = "Thought: Sum it.\nAction:\n```python\nprint(undefined_total)\n```"
+    config = AgentConfig(dialect="jupiter", repeat_guard=True, max_consecutive_errors=3)
+    trajectory = asyncio.run(Agent(ReplayModel([broken] * 5, per_turn=True), config).arun(sales_task))
+    assert trajectory.termination == Termination.EXECUTION_ERRORS and len(trajectory.turns) == 3
+    assert trajectory.turns[2].observation.count("This is the code of the cell") == 1

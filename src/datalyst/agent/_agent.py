@@ -34,6 +34,11 @@ from datalyst.tasks import Task
 from datalyst.text import clip_middle
 
 log = logging.getLogger(__name__)
+REPEATED = (
+    "This is the code of the cell that just failed, so it was not run again: it would fail the same way. "
+    "Read the error below and change the code, or answer if you can."
+)
+"""What the agent says instead of running a failing cell again (``AgentConfig.repeat_guard``)."""
 
 TurnCallback = Callable[[Turn], None]
 """Called with every finished turn (``datalyst ask`` prints them as they come)."""
@@ -57,6 +62,9 @@ class AgentConfig(BaseModel):
     """Longest observation shown to the model; longer ones keep their head and tail."""
     max_file_info_chars: int = Field(6000, ge=500)
     """Budget for the files' meta-information in the first prompt, shared by all files."""
+    repeat_guard: bool = False
+    """A code turn that repeats the cell that just failed is not run again: its observation says so above the
+    same error, and it counts as a failing cell."""
     preload: bool = False
     """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
     reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
@@ -274,6 +282,10 @@ class Agent:
         errors_in_a_row = state.errors_in_a_row
         if turn.kind == ActionKind.VOID:
             turn.observation = self.dialect.void_feedback()
+        elif turn.kind == ActionKind.CODE and self.config.repeat_guard and (failed := _failed_repeat(state, turn)):
+            turn.result = failed.result
+            turn.observation = f"{REPEATED}\n{clip_middle(failed.result.render(), self.config.max_observation_chars)}"
+            errors_in_a_row += 1
         elif turn.kind == ActionKind.CODE:
             sandbox = await state.sandbox.get()
             executed = time.monotonic()
@@ -322,6 +334,17 @@ class Agent:
     async def close(self, state: AgentState) -> None:
         """Close the state's sandbox (and every successor's: they share it)."""
         await state.sandbox.aclose()
+
+
+def _failed_repeat(state: AgentState, turn: Turn) -> Turn | None:
+    """The last code turn of ``state`` when it failed and ``turn`` runs the same code again."""
+    last = next((t for t in reversed(state.turns) if t.kind == ActionKind.CODE), None)
+    if last is None or last.result is None or last.result.ok:
+        return None
+    same = [line.rstrip() for line in (last.code or "").strip().splitlines()] == [
+        line.rstrip() for line in (turn.code or "").strip().splitlines()
+    ]
+    return last if same else None
 
 
 def _ended(state: AgentState, termination: Termination, error: str | None = None) -> AgentState:

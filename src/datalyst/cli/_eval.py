@@ -92,6 +92,9 @@ def run_command(
     preload: Annotated[
         bool, typer.Option(help="Load the data files into DataFrames (df) before the first turn and say so.")
     ] = False,
+    repeat_guard: Annotated[
+        bool, typer.Option(help="Do not run again a cell that just failed; say so and show its error again.")
+    ] = False,
     concurrency: Annotated[
         int, typer.Option(help="Trajectories at once (a local llama.cpp model decodes up to 4 together).")
     ] = 1,
@@ -136,7 +139,11 @@ def run_command(
             value_model=str(value_model.resolve()) if value_model else None,
             trials=trials,
             agent=AgentConfig(
-                sampling=sampling, max_turns=max_turns, preload=preload, require_isolation=not allow_unisolated
+                sampling=sampling,
+                max_turns=max_turns,
+                preload=preload,
+                repeat_guard=repeat_guard,
+                require_isolation=not allow_unisolated,
             ),
             concurrency=concurrency,
             judge_model=judge_model,
