@@ -280,9 +280,8 @@ def _trial(folder: Path | None, candidate: Candidate, model: Path) -> str | None
 def _child(args: list[str]) -> subprocess.CompletedProcess[str] | str:
     """Run the probe script (``-P``: its own folder stays off ``sys.path``); a string when it hung."""
     try:
-        return subprocess.run(
-            [sys.executable, "-P", str(_PROBE), *args], capture_output=True, text=True, timeout=TRIAL_TIMEOUT_S
-        )
+        command = [sys.executable, "-P", str(_PROBE), *args]
+        return subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=TRIAL_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"its trial run did not end within {TRIAL_TIMEOUT_S:.0f} s"
 
