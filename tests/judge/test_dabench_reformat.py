@@ -37,3 +37,12 @@ def test_a_right_value_in_the_wrong_form_counts_once_reformatted():
     assert not asyncio.run(judge.ajudge("@57")).correct and asyncio.run(judge.ajudge(reformatted)).correct
     [(messages, params)] = model.calls
     assert params == REFORMAT_SAMPLING and params.temperature == 0.0 and len(messages) == 3
+
+
+def test_a_response_that_already_gives_every_part_asked_is_kept_without_asking_the_model():
+    model = ReplayModel(["@count[58]"])
+    given = "There are @count[57] of them."
+    assert asyncio.run(areformat_dabench(model, TASK, given)) == given
+    assert model.calls == []
+    two = TASK.model_copy(update={"format": "@count[number] @share[percent]"})
+    assert asyncio.run(areformat_dabench(model, two, "@count[57]")) == "@count[58]"  # one part missing: asked
