@@ -95,6 +95,9 @@ def run_command(
     repeat_guard: Annotated[
         bool, typer.Option(help="Do not run again a cell that just failed; say so and show its error again.")
     ] = False,
+    max_observation_chars: Annotated[
+        int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
+    ] = AgentConfig().max_observation_chars,
     concurrency: Annotated[
         int, typer.Option(help="Trajectories at once (a local llama.cpp model decodes up to 4 together).")
     ] = 1,
@@ -143,6 +146,7 @@ def run_command(
                 max_turns=max_turns,
                 preload=preload,
                 repeat_guard=repeat_guard,
+                max_observation_chars=max_observation_chars,
                 require_isolation=not allow_unisolated,
             ),
             concurrency=concurrency,
