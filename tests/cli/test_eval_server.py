@@ -15,10 +15,12 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"  # keeps connections alive, as vLLM, SGLang and llama.cpp's server do
 
+    def reply(self, system: str) -> str:
+        return "Formatted answer: 42" if "Formatted answer" in system else "<answer>42</answer>"
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        system = body["messages"][0]["content"]
-        text = "Formatted answer: 42" if "Formatted answer" in system else "<answer>42</answer>"
+        text = self.reply(body["messages"][0]["content"])
         message = {"role": "assistant", "content": text}
         payload = {
             "id": "c",
@@ -39,15 +41,31 @@ class _ChatHandler(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def server_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatHandler)
+class _FailingHandler(_ChatHandler):
+    """Answers every turn with a DataMind cell that raises, so every trajectory ends in execution_errors."""
+
+    def reply(self, system: str) -> str:
+        return "<think>Try.</think>\n<code>\n```python\nraise ValueError('always')\n```\n</code>"
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def server_url() -> Iterator[str]:
+    yield from _serve(_ChatHandler)
+
+
+@pytest.fixture
+def failing_server_url() -> Iterator[str]:
+    yield from _serve(_FailingHandler)
 
 
 @pytest.mark.parametrize("dialects", [["datamind"], ["datamind", "jupiter"]])
@@ -65,3 +83,18 @@ def test_eval_run_against_a_keep_alive_server(datalyst, tmp_path, server_url, di
     assert "Traceback" not in done.stderr and "Event loop is closed" not in done.stderr
     for dialect in dialects:
         assert f"| {dialect} | 6/6 | 100.0 [" in done.stdout
+
+
+def test_a_finished_run_whose_cells_all_failed_reruns_nothing(datalyst, tmp_path, failing_server_url):
+    """Trajectories that ended in execution_errors are finished: running the command again must not give some a
+    second chance (that would bias every resumed run)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": str(i), "question": "Six times seven?", "answer": 42}) + "\n"
+                             for i in range(12)))  # fmt: skip
+    args = ["eval", "run", "--bench", "tasks", "--bench-path", str(tasks), "--out", str(tmp_path / "run")]
+    args += ["--trials", "1", "--concurrency", "2", "--model", f"openai:m@{failing_server_url}"]
+    for _ in range(2):
+        done = datalyst(*args)
+        assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "run" / "trajectories" / "datamind.jsonl").read_text().splitlines()
+    assert len(lines) == 12 and {json.loads(line)["termination"] for line in lines} == {"execution_errors"}
