@@ -25,11 +25,12 @@ from datalyst.agent._dialects import get_dialect
 from datalyst.agent._export import observation_message, to_messages
 from datalyst.agent._figures import collect_figures
 from datalyst.agent._preload import preload_cell
+from datalyst.agent._tracebacks import compact_traceback
 from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
 from datalyst.data import FileKind, describe, detect_kind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
-from datalyst.sandbox import Limits, Mode, Sandbox
+from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
 from datalyst.tasks import Task
 from datalyst.text import clip_middle
 
@@ -62,6 +63,9 @@ class AgentConfig(BaseModel):
     """Longest observation shown to the model; longer ones keep their head and tail."""
     max_file_info_chars: int = Field(6000, ge=500)
     """Budget for the files' meta-information in the first prompt, shared by all files."""
+    short_tracebacks: bool = False
+    """Show a failing cell's traceback with the cell's own frames and the error only, the library frames left
+    out (the record keeps the whole traceback)."""
     repeat_guard: bool = False
     """A code turn that repeats the cell that just failed is not run again: its observation says so above the
     same error, and it counts as a failing cell."""
@@ -284,7 +288,7 @@ class Agent:
             turn.observation = self.dialect.void_feedback()
         elif turn.kind == ActionKind.CODE and self.config.repeat_guard and (failed := _failed_repeat(state, turn)):
             turn.result = failed.result
-            turn.observation = f"{REPEATED}\n{clip_middle(failed.result.render(), self.config.max_observation_chars)}"
+            turn.observation = f"{REPEATED}\n{self.observe(failed.result)}"
             errors_in_a_row += 1
         elif turn.kind == ActionKind.CODE:
             sandbox = await state.sandbox.get()
@@ -293,7 +297,7 @@ class Agent:
             turn.execution_s = time.monotonic() - executed
             turn.result = result
             turn.figures = collect_figures(sandbox.host_workdir, result)
-            turn.observation = clip_middle(result.render(), self.config.max_observation_chars)
+            turn.observation = self.observe(result)
             errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
         messages = [*state.messages, ChatMessage(role=Role.ASSISTANT, content=turn.text)]
         if (reply := observation_message(self.dialect, turn)) is not None:
@@ -310,6 +314,14 @@ class Agent:
         if len(trajectory.turns) >= self.config.max_turns:
             return _ended(new, Termination.MAX_TURNS)
         return new
+
+    def observe(self, result: ExecResult) -> str:
+        """What the model is shown of a cell's result: its text, the traceback compacted with
+        ``short_tracebacks``, clipped in the middle to ``max_observation_chars``."""
+        if self.config.short_tracebacks and result.error is not None:
+            error = result.error.model_copy(update={"traceback": compact_traceback(result.error.traceback)})
+            result = result.model_copy(update={"error": error})
+        return clip_middle(result.render(), self.config.max_observation_chars)
 
     async def restore(self, trajectory: Trajectory, *, executor: Executor | None = None) -> AgentState:
         """The state ``trajectory`` ended in, rebuilt: its conversation, and its cells run again in a fresh sandbox

@@ -95,6 +95,9 @@ def run_command(
     repeat_guard: Annotated[
         bool, typer.Option(help="Do not run again a cell that just failed; say so and show its error again.")
     ] = False,
+    short_tracebacks: Annotated[
+        bool, typer.Option(help="Show a failing cell's own frames and its error, not the frames inside libraries.")
+    ] = False,
     max_observation_chars: Annotated[
         int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
     ] = AgentConfig().max_observation_chars,
@@ -147,6 +150,7 @@ def run_command(
                 preload=preload,
                 repeat_guard=repeat_guard,
                 max_observation_chars=max_observation_chars,
+                short_tracebacks=short_tracebacks,
                 require_isolation=not allow_unisolated,
             ),
             concurrency=concurrency,
