@@ -15,5 +15,6 @@ run test-small-sft --split test --model embedded:small-sft
 run dev-small-sft --split dev --model embedded:small-sft
 run dev-small-sft-preload --split dev --model embedded:small-sft --preload
 run dev-small-sft-guard --split dev --model embedded:small-sft --repeat-guard
+run dev-small-sft-short --split dev --model embedded:small-sft --short-tracebacks
 run test-small --split test --model embedded:small
 run test-medium --split test --model embedded:medium
