@@ -182,6 +182,9 @@ JUPITER = [
     ),
     ("Thought: Done.\nformatted answer: @a[1]", answer("@a[1]", "Done.")),
     ("Thought: Done.\nFinal Answer: @a[1]", answer("@a[1]", "Done.")),
+    ("Formatted answer: Thought: The computation is done: 168", answer("The computation is done: 168")),
+    ("Thought: t\nFormatted answer: **Thought:** @a[1]", answer("@a[1]", "t")),
+    ("Thought: t\nFormatted answer: Final answer: @a[1]", answer("@a[1]", "t")),
     # fence without Action; a sketch in the thought loses to the block after Action
     ("Thought: Look.\n```python\nprint(1)\n```", code(thought="Look.")),
     (

@@ -182,6 +182,8 @@ _LABEL = re.compile(
 
 No two runs of spaces touch, so a long blank line cannot make the search backtrack quadratically."""
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_INLINE_LABEL = re.compile(r"(?:[*_]+[ \t]*)?(?:thought|(?:formatted|final)[ \t]+answer)[ \t]*(?:[*_]+[ \t]*)?:[*_]*\s*", re.I)
+"""A keyword repeated right after ``Formatted answer:`` (``Formatted answer: Thought: ...``): not part of the answer."""
 
 
 class JupiterDialect(_PromptedDialect):
@@ -245,6 +247,9 @@ def _paragraph(text: str, start: int, stop: int) -> tuple[str, int]:
     """
     region = text[start:stop]
     stripped = region.strip()
+    if label := _INLINE_LABEL.match(stripped):
+        start += region.index(stripped) + label.end()
+        region, stripped = text[start:stop], stripped[label.end() :]
     if stripped.startswith(FENCE):
         return unwrap_fence(stripped), stop
     fence = region.find(FENCE)
