@@ -56,6 +56,8 @@ def test_eval_run_then_compare(datalyst, replay_spec, tmp_path, dabench_tables):
     )
     assert within.returncode == 0, within.stderr
     assert "datamind -> jupiter (2 shared tasks)" in within.stdout
+    pooled = datalyst("eval", "pool", str(runs[0]), str(runs[0]))  # the same tasks twice: refused in one line
+    assert pooled.returncode == 2 and "is in both" in pooled.stderr and "Traceback" not in pooled.stderr
     missing = datalyst("eval", "compare", str(runs[0]), str(runs[1]), "--dialect-a", "datarus")
     assert missing.returncode == 2 and "no 'datarus' trajectories" in missing.stderr
 

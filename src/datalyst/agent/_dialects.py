@@ -182,7 +182,9 @@ _LABEL = re.compile(
 
 No two runs of spaces touch, so a long blank line cannot make the search backtrack quadratically."""
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_INLINE_LABEL = re.compile(r"(?:[*_]+[ \t]*)?(?:thought|(?:formatted|final)[ \t]+answer)[ \t]*(?:[*_]+[ \t]*)?:[*_]*\s*", re.I)
+_INLINE_LABEL = re.compile(
+    r"(?:[*_]+[ \t]*)?(?:thought|(?:formatted|final)[ \t]+answer)[ \t]*(?:[*_]+[ \t]*)?:[*_]*\s*", re.IGNORECASE
+)
 """A keyword repeated right after ``Formatted answer:`` (``Formatted answer: Thought: ...``): not part of the answer."""
 
 

@@ -29,6 +29,7 @@ from datalyst.eval import (
     compare_runs,
     failure_counts,
     parse_pot_rows,
+    pool_runs,
     prepare_run,
     read_config,
     read_verdicts,
@@ -344,6 +345,18 @@ def compare_command(
         print(comparison.model_dump_json(indent=2))
     else:
         Console(highlight=False, soft_wrap=True).print(comparison.render())
+
+
+@eval_app.command("pool")
+def pool_command(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Run folders of one setup over disjoint tasks.", show_default=False)
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the pooled rates as JSON.")] = False,
+) -> None:
+    """Pass rates over the tasks of several runs of one setup taken together (dev and test: the whole benchmark)."""
+    pool = pool_runs(runs)
+    print(pool.model_dump_json(indent=2) if as_json else pool.render())
 
 
 @eval_app.command("failures")

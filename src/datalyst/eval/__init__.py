@@ -5,6 +5,7 @@ from datalyst.eval._compare import Comparison, Difference, compare_runs, paired_
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
 from datalyst.eval._failures import failure_counts, failure_kind
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
+from datalyst.eval._pool import Pool, pool_runs
 from datalyst.eval._reformat import REFORMATTER, areformat_responses
 from datalyst.eval._report import RESPONSES, DABenchFigures, DialectReport, EvalReport, render_markdown
 from datalyst.eval._run import (
@@ -34,6 +35,7 @@ __all__ = [
     "EvalConfig",
     "EvalReport",
     "PassRates",
+    "Pool",
     "Verdict",
     "ajudge_trajectories",
     "areformat_responses",
@@ -48,6 +50,7 @@ __all__ = [
     "paired_difference",
     "parse_pot_rows",
     "pass_rates",
+    "pool_runs",
     "prepare_run",
     "read_config",
     "read_verdicts",
