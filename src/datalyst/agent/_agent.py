@@ -69,6 +69,9 @@ class AgentConfig(BaseModel):
     repeat_guard: bool = False
     """A code turn that repeats the cell that just failed is not run again: its observation says so above the
     same error, and it counts as a failing cell."""
+    last_call: bool = False
+    """When the turn budget or the failing-cell limit would end a run without an answer, tell the model and ask once
+    more for its best answer (one more turn; code in it is not run)."""
     preload: bool = False
     """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
     reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
@@ -129,6 +132,8 @@ class AgentState:
     messages: tuple[ChatMessage, ...]
     sandbox: PendingSandbox
     errors_in_a_row: int = 0
+    last_call: Termination | None = None
+    """Set when the model was asked for its answer with no turn left: how the run ends if it gives none."""
     done: bool = False
     started: float = dataclasses.field(default_factory=time.monotonic)
 
@@ -284,7 +289,9 @@ class Agent:
             first_token_s=completion.first_token_s,
         )
         errors_in_a_row = state.errors_in_a_row
-        if turn.kind == ActionKind.VOID:
+        if state.last_call is not None:
+            pass  # the turn after the last call: nothing runs, nothing is said
+        elif turn.kind == ActionKind.VOID:
             turn.observation = self.dialect.void_feedback()
         elif turn.kind == ActionKind.CODE and self.config.repeat_guard and (failed := _failed_repeat(state, turn)):
             turn.result = failed.result
@@ -299,21 +306,34 @@ class Agent:
             turn.figures = collect_figures(sandbox.host_workdir, result)
             turn.observation = self.observe(result)
             errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
+        ending = self._ending(state, turn, errors_in_a_row)
+        if ending is not None and self.config.last_call and state.last_call is None:
+            turn.last_call = self.dialect.last_call()
         messages = [*state.messages, ChatMessage(role=Role.ASSISTANT, content=turn.text)]
         if (reply := observation_message(self.dialect, turn)) is not None:
             messages.append(ChatMessage(role=Role.USER, content=reply))
         trajectory = state.trajectory.model_copy(update={"turns": [*state.turns, turn]})
         new = dataclasses.replace(
-            state, trajectory=trajectory, messages=tuple(messages), errors_in_a_row=errors_in_a_row
+            state,
+            trajectory=trajectory,
+            messages=tuple(messages),
+            errors_in_a_row=errors_in_a_row,
+            last_call=ending if turn.last_call else None,
         )
         if turn.kind == ActionKind.ANSWER:
             trajectory.answer = turn.answer
             return _ended(new, Termination.ANSWER)
+        if state.last_call is not None:
+            return _ended(new, state.last_call)
+        return new if ending is None or turn.last_call else _ended(new, ending)
+
+    def _ending(self, state: AgentState, turn: Turn, errors_in_a_row: int) -> Termination | None:
+        """How the run ends after ``turn`` when it gives no answer, or None while it goes on."""
+        if turn.kind == ActionKind.ANSWER or state.last_call is not None:
+            return None
         if errors_in_a_row >= self.config.max_consecutive_errors:
-            return _ended(new, Termination.EXECUTION_ERRORS)
-        if len(trajectory.turns) >= self.config.max_turns:
-            return _ended(new, Termination.MAX_TURNS)
-        return new
+            return Termination.EXECUTION_ERRORS
+        return Termination.MAX_TURNS if len(state.turns) + 1 >= self.config.max_turns else None
 
     def observe(self, result: ExecResult) -> str:
         """What the model is shown of a cell's result: its text, the traceback compacted with
@@ -335,7 +355,8 @@ class Agent:
                            errors_in_a_row=errors)  # fmt: skip
         try:
             sandbox = await state.sandbox.get()
-            for code in [trajectory.setup_code or "", *(t.code or "" for t in trajectory.turns if t.kind == "code")]:
+            ran = [t.code or "" for t in trajectory.turns if t.kind == ActionKind.CODE and t.result is not None]
+            for code in [trajectory.setup_code or "", *ran]:
                 if code:
                     await sandbox.arun_python(code)
         except BaseException:

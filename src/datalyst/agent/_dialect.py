@@ -88,3 +88,7 @@ class Dialect(Protocol):
     def void_feedback(self) -> str:
         """What the environment says after a void turn."""
         ...
+
+    def last_call(self) -> str:
+        """What the agent says after the last observation when no turn is left: answer now, no more code."""
+        ...

@@ -110,6 +110,12 @@ class _PromptedDialect:
         """Already wrapped as an observation: send it as it is."""
         return self.observation(_templates(self.name)["void"].render().strip())
 
+    def last_call(self) -> str:
+        templates = _templates(self.name)
+        if "last_call" not in templates:
+            raise ConfigError(f"the {self.name} dialect has no last call: its answer is its code")
+        return templates["last_call"].render().strip()
+
     def observation(self, text: str) -> str:
         raise NotImplementedError
 

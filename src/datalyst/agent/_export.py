@@ -31,7 +31,8 @@ def observation_message(dialect: Dialect, turn: Turn) -> str | None:
     """The message the environment sends after ``turn`` (None after an answer)."""
     if turn.observation is None:
         return None
-    return turn.observation if turn.kind == ActionKind.VOID else dialect.observation(turn.observation)
+    reply = turn.observation if turn.kind == ActionKind.VOID else dialect.observation(turn.observation)
+    return f"{reply}\n\n{turn.last_call}" if turn.last_call else reply
 
 
 def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[TrainingMessage]:

@@ -60,6 +60,8 @@ class Turn(BaseModel):
     answer: str | None = None
     observation: str | None = None
     """The text the agent was shown (before the dialect wraps it)."""
+    last_call: str | None = None
+    """After the observation, in the same message: the agent's call for an answer when no turn is left."""
     result: ExecResult | None = None
     figures: dict[str, str] = {}
     """PNG figures the cell saved: file name -> base64 (for notebooks and HTML pages)."""

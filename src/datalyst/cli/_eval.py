@@ -99,6 +99,9 @@ def run_command(
     short_tracebacks: Annotated[
         bool, typer.Option(help="Show a failing cell's own frames and its error, not the frames inside libraries.")
     ] = False,
+    last_call: Annotated[
+        bool, typer.Option(help="When no turn is left, or too many cells failed, ask once more for the best answer.")
+    ] = False,
     max_observation_chars: Annotated[
         int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
     ] = AgentConfig().max_observation_chars,
@@ -152,6 +155,7 @@ def run_command(
                 repeat_guard=repeat_guard,
                 max_observation_chars=max_observation_chars,
                 short_tracebacks=short_tracebacks,
+                last_call=last_call,
                 require_isolation=not allow_unisolated,
             ),
             concurrency=concurrency,
