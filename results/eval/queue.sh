@@ -12,6 +12,7 @@ done
 C="--bench dabench --dialect jupiter --max-turns 6 --max-tokens 768 --concurrency 4 --trials 3 --no-reformat"
 run() { local out=$1; shift; echo "== $(date -u +%H:%M) $out"; datalyst eval run $C "$@" --out "runs/eval/$out" > "runs/eval/$out.log" 2>&1; echo "rc=$?"; }
 run dev-small-sft --split dev --model embedded:small-sft
+run dev-small-sft-lastcall --split dev --model embedded:small-sft --last-call
 run dev-small-sft-preload --split dev --model embedded:small-sft --preload
 run dev-small-sft-guard --split dev --model embedded:small-sft --repeat-guard
 run dev-small-sft-short --split dev --model embedded:small-sft --short-tracebacks
