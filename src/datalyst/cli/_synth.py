@@ -13,11 +13,13 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
+from datalyst.data import FileKind
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import ChatModel, load_model, resolve_spec
 from datalyst.paths import benchmarks_dir, dabench_dir
 from datalyst.synth import (
+    FORMATS,
     TEACHING_DATASETS,
     AddressMap,
     DatasetOptions,
@@ -31,6 +33,7 @@ from datalyst.synth import (
     TemplateOptions,
     benchmark_fingerprints,
     collect_files,
+    convert_tasks,
     make_dataset_tasks,
     make_notebook_tasks,
     make_query_tasks,
@@ -40,7 +43,7 @@ from datalyst.synth import (
     sample_by_category,
     tasks_html,
 )
-from datalyst.tasks import Task, read_tasks
+from datalyst.tasks import Task, read_tasks, write_tasks
 
 Options = TypeVar("Options", bound=BaseModel)
 synth_app = typer.Typer(help="Synthesize tasks from data files.", no_args_is_help=True)
@@ -236,6 +239,31 @@ def notebooks_command(
     verified = sum(bool(task.lineage and task.lineage.verified) for task in read_tasks(out)) if out.exists() else 0
     console.print(f"{verified} of {summary.tasks} tasks verified by running their solutions")
     _print_summary(summary, unit="notebooks")
+
+
+@synth_app.command("convert")
+def convert_command(
+    tasks: Annotated[
+        Path, typer.Argument(help="A task file (JSONL), e.g. a run folder's tasks.jsonl.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="The converted tasks (JSONL); their files go to a folder beside it.")],
+    kinds: Annotated[
+        str,
+        typer.Option(help="Formats given to the tasks in turn: " + ", ".join(kind.value for kind in FileKind) + "."),
+    ] = ",".join(kind.value for kind in FORMATS),
+) -> None:
+    """Rewrite each task's data files in another format, the questions and answers unchanged (paired runs then
+    measure what a format costs the agent)."""
+    try:
+        chosen = [FileKind(name.strip()) for name in kinds.split(",") if name.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"--kinds: {exc}; choose among {', '.join(kind.value for kind in FileKind)}") from None
+    converted = convert_tasks(read_tasks(tasks), out.with_name(out.stem + ".files"), chosen)
+    write_tasks(converted, out)
+    counts = {
+        kind.value: sum(Path(path).suffix == f".{kind.value}" for t in converted for path in t.files) for kind in chosen
+    }
+    Console(stderr=True).print(f"{len(converted)} tasks written to {out}; files by format: {counts}")
 
 
 @synth_app.command("show")

@@ -3,6 +3,7 @@ programming problems about integer sequences with exact test cases."""
 
 from datalyst.synth import _chains  # noqa: F401  (registers the composed template)
 from datalyst.synth._challenges import DOMAINS, FAMILIES, Domain, Family
+from datalyst.synth._convert import FORMATS, convert_tasks
 from datalyst.synth._datasets import DatasetOptions, make_dataset_tasks, writer_messages
 from datalyst.synth._files import (
     REASONS,
@@ -31,6 +32,7 @@ __all__ = [
     "CATEGORIES",
     "DOMAINS",
     "FAMILIES",
+    "FORMATS",
     "NOTEBOOK_CATEGORIES",
     "REASONS",
     "TEACHING_DATASETS",
@@ -56,6 +58,7 @@ __all__ = [
     "category",
     "clean_format",
     "collect_files",
+    "convert_tasks",
     "draw_sequences",
     "find_data_files",
     "make_dataset_tasks",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,7 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.progress import track
 
-from datalyst.data import DATA_SUFFIXES, DataFileError, FileInfo, FileKind, describe, detect_kind, load
+from datalyst.data import (
+    DATA_SUFFIXES,
+    SUFFIXES,
+    DataFileError,
+    FileInfo,
+    FileKind,
+    describe,
+    detect_kind,
+    fits,
+    load,
+    write_table,
+)
 from datalyst.errors import ConfigError
 from datalyst.jsonl import drop_torn_tail, read_appended
 from datalyst.provenance import read_manifest, write_manifest
@@ -248,7 +258,8 @@ def _examine(
     if (kept := schemas[tuple(map(str, frame.columns))]) >= options.max_per_schema:
         return Rejection(id=str(path), reason="same_schema", detail=f"{kept} tables with its columns are kept")
     source, kind = path, detect_kind(path)
-    if kind in (FileKind.CSV, FileKind.TSV) and (target := _conversion(found.content_hash, options)) is not None:
+    target = _conversion(found.content_hash, options) if kind in (FileKind.CSV, FileKind.TSV) else None
+    if target is not None and fits(frame, target):
         (source, table), kind = _convert(frame, path, found.content_hash, target, converted), target
     return SourceFile(
         id=found.content_hash[:16],
@@ -315,23 +326,7 @@ def _conversion(content_hash: str, options: FileOptions) -> FileKind | None:
 def _convert(frame: pd.DataFrame, path: Path, content_hash: str, kind: FileKind, folder: Path) -> tuple[Path, str]:
     """Write the table as ``kind`` into ``folder``; returns (file, table name)."""
     name = re.sub(r"\W+", "_", path.stem).strip("_").lower()[:31] or "data"  # 31: the longest sheet name
-    target = folder / f"{name}-{content_hash[:8]}.{'xlsx' if kind is FileKind.XLSX else 'sqlite'}"
-    partial = target.with_name(f".{target.name}.partial")
-    folder.mkdir(parents=True, exist_ok=True)
-    partial.unlink(missing_ok=True)
-    try:
-        if kind is FileKind.XLSX:
-            frame.to_excel(partial, sheet_name=name, index=False, engine="openpyxl")
-        else:
-            connection = sqlite3.connect(partial)
-            try:
-                frame.to_sql(name, connection, index=False)
-            finally:
-                connection.close()
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target, name
+    return write_table(frame, folder / f"{name}-{content_hash[:8]}{SUFFIXES[kind]}", kind, table=name), name
 
 
 def _licence(path: Path) -> str | None:

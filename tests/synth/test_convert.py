@@ -1,0 +1,76 @@
+"""The same tasks over other file formats: each file rewritten, read back the same, questions and answers kept."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from datalyst.data import FileKind, load_table
+from datalyst.errors import ConfigError
+from datalyst.synth import convert_tasks
+from datalyst.tasks import Task, read_tasks
+
+
+@pytest.fixture
+def table(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "city": ["Oslo", "Lima", None],
+            "rate": [0.1234567890123, 2.5, None],
+            "n": [3, 4, 5],
+            "day": ["2020-01-02"] * 3,
+        }
+    )
+    path = tmp_path / "source" / "cities.csv"
+    path.parent.mkdir()
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("kind", [k for k in FileKind if k is not FileKind.CSV])
+def test_every_format_reads_back_as_the_table_it_was_written_from(tmp_path, table, kind):
+    task = Task(id="7", question="Mean rate?", files=[str(table)], answer={"mean": "1.31"}, judge="dabench")
+    (converted,) = convert_tasks([task], tmp_path / "out", [kind])
+    (path,) = converted.files
+    assert (
+        path.endswith(f"/{kind.value}/cities.{kind.value}")
+        and converted.model_copy(update={"files": task.files}) == task
+    )
+    pd.testing.assert_frame_equal(load_table(path), load_table(table), check_dtype=False)
+
+
+def test_formats_go_round_robin_and_a_shared_file_is_written_once(tmp_path, table, examples_dir):
+    tasks = [Task(id=str(i), question="?", files=[str(table)]) for i in range(4)]
+    tasks.append(Task(id="db", question="?", files=[str(examples_dir / "shop.sqlite")]))
+    converted = convert_tasks(tasks, tmp_path / "out")
+    assert [t.files[0].rsplit(".", 1)[1] for t in converted] == ["json", "tsv", "xlsx", "json", "sqlite"]
+    assert converted[0].files == converted[3].files and converted[4].files == tasks[4].files  # several tables: kept
+
+
+def test_a_table_a_workbook_would_cut_keeps_its_file(tmp_path):
+    long = tmp_path / "notes.csv"
+    pd.DataFrame({"note": ["x" * 40_000, "short"]}).to_csv(long, index=False)
+    task = Task(id="1", question="?", files=[str(long)])
+    assert convert_tasks([task], tmp_path / "out", [FileKind.XLSX])[0].files == [str(long)]
+    (as_json,) = convert_tasks([task], tmp_path / "out", [FileKind.JSON])[0].files
+    assert load_table(as_json)["note"].str.len().tolist() == [40_000, 5]
+
+
+def test_two_files_of_one_name_are_refused(tmp_path, table):
+    other = tmp_path / "elsewhere" / "cities.csv"
+    other.parent.mkdir()
+    other.write_text("a,b\n1,2\n")
+    tasks = [Task(id="1", question="?", files=[str(table)]), Task(id="2", question="?", files=[str(other)])]
+    with pytest.raises(ConfigError, match="would both become"):
+        convert_tasks(tasks, tmp_path / "out", [FileKind.JSON])
+
+
+def test_the_command_writes_tasks_that_read_back(datalyst, tmp_path, table):
+    source = tmp_path / "tasks.jsonl"
+    source.write_text(Task(id="1", question="?", files=[str(table)]).model_dump_json() + "\n")
+    done = datalyst("synth", "convert", str(source), "--out", str(tmp_path / "json.jsonl"), "--kinds", "json")
+    assert done.returncode == 0, done.stderr
+    (task,) = read_tasks(tmp_path / "json.jsonl")
+    assert task.files[0].endswith("json.files/json/cities.json") and "{'json': 1}" in done.stderr
+    refused = datalyst("synth", "convert", str(source), "--out", str(tmp_path / "x.jsonl"), "--kinds", "pdf")
+    assert refused.returncode == 2 and "choose among" in refused.stderr
