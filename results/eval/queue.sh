@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The evaluation runs in progress, one after another, each resuming where it stopped: unpacks what this
-# folder holds into runs/eval first. Run from anywhere: nohup results/eval/queue.sh > runs/queue.log 2>&1 &
+# The evaluation runs in progress, one after another, each resuming where it stopped: unpacks what this folder
+# holds into runs/eval first, then makes the runs of queue.txt in order, reading it again before each run, so it
+# can be edited while this runs. A finished run leaves runs/eval/NAME.done.
+# Run from anywhere: nohup results/eval/queue.sh > runs/queue.log 2>&1 &
 set -u
 cd "$(dirname "$0")/../.."
 . .venv/bin/activate
@@ -9,13 +11,16 @@ for saved in results/eval/*/trajectories; do
   mkdir -p "$run"
   for f in "$saved"/*.gz; do [ -s "$run/$(basename "$f" .gz)" ] || gunzip -c "$f" > "$run/$(basename "$f" .gz)"; done
 done
+[ -s runs/tasks/dev-files.jsonl ] || datalyst synth convert runs/eval/dev-small-sft/tasks.jsonl --out runs/tasks/dev-files.jsonl
 C="--bench dabench --dialect jupiter --max-turns 6 --max-tokens 768 --concurrency 4 --trials 3 --no-reformat"
-run() { local out=$1; shift; echo "== $(date -u +%H:%M) $out"; datalyst eval run $C "$@" --out "runs/eval/$out" > "runs/eval/$out.log" 2>&1; echo "rc=$?"; }
-run dev-small-sft --split dev --model embedded:small-sft
-run dev-small-sft-lastcall --split dev --model embedded:small-sft --last-call
-run dev-small-sft-preload --split dev --model embedded:small-sft --preload
-run dev-small-sft-guard --split dev --model embedded:small-sft --repeat-guard
-run dev-small-sft-short --split dev --model embedded:small-sft --short-tracebacks
-run test-small-sft --split test --model embedded:small-sft
-run test-small --split test --model embedded:small
-run test-medium --split test --model embedded:medium
+while next=$(grep -v '^#' results/eval/queue.txt | while read -r name args; do
+               [ -n "$name" ] && [ ! -e "runs/eval/$name.done" ] && { echo "$name $args"; break; }; done) && [ -n "$next" ]; do
+  read -r name args <<< "$next"
+  echo "== $(date -u +%H:%M) $name"
+  # later options win: a run's own --bench or --trials replaces the common one
+  if datalyst eval run $C $args --out "runs/eval/$name" > "runs/eval/$name.log" 2>&1; then
+    touch "runs/eval/$name.done"; echo "done $name"
+  else
+    echo "rc=$? $name: see runs/eval/$name.log"; break
+  fi
+done
