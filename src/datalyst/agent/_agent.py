@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +24,7 @@ from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import get_dialect
 from datalyst.agent._export import observation_message, to_messages
 from datalyst.agent._figures import collect_figures
+from datalyst.agent._hints import column_hint
 from datalyst.agent._preload import preload_cell
 from datalyst.agent._tracebacks import compact_traceback
 from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
@@ -69,6 +70,9 @@ class AgentConfig(BaseModel):
     repeat_guard: bool = False
     """A code turn that repeats the cell that just failed is not run again: its observation says so above the
     same error, and it counts as a failing cell."""
+    column_hints: bool = False
+    """Under a failing cell that named a column the files do not have (a KeyError, a frame's AttributeError), show
+    the closest real column names (``datalyst.agent._hints``)."""
     last_call: bool = False
     """When the turn budget or the failing-cell limit would end a run without an answer, tell the model and ask once
     more for its best answer (one more turn; code in it is not run)."""
@@ -295,7 +299,7 @@ class Agent:
             turn.observation = self.dialect.void_feedback()
         elif turn.kind == ActionKind.CODE and self.config.repeat_guard and (failed := _failed_repeat(state, turn)):
             turn.result = failed.result
-            turn.observation = f"{REPEATED}\n{self.observe(failed.result)}"
+            turn.observation = f"{REPEATED}\n{self.observe(failed.result, state.trajectory.task.files)}"
             errors_in_a_row += 1
         elif turn.kind == ActionKind.CODE:
             sandbox = await state.sandbox.get()
@@ -304,7 +308,7 @@ class Agent:
             turn.execution_s = time.monotonic() - executed
             turn.result = result
             turn.figures = collect_figures(sandbox.host_workdir, result)
-            turn.observation = self.observe(result)
+            turn.observation = self.observe(result, state.trajectory.task.files)
             errors_in_a_row = 0 if result.ok else errors_in_a_row + 1
         ending = self._ending(state, turn, errors_in_a_row)
         if ending is not None and self.config.last_call and state.last_call is None:
@@ -335,13 +339,19 @@ class Agent:
             return Termination.EXECUTION_ERRORS
         return Termination.MAX_TURNS if len(state.turns) + 1 >= self.config.max_turns else None
 
-    def observe(self, result: ExecResult) -> str:
+    def observe(self, result: ExecResult, files: Sequence[str] = ()) -> str:
         """What the model is shown of a cell's result: its text, the traceback compacted with
-        ``short_tracebacks``, clipped in the middle to ``max_observation_chars``."""
-        if self.config.short_tracebacks and result.error is not None:
-            error = result.error.model_copy(update={"traceback": compact_traceback(result.error.traceback)})
-            result = result.model_copy(update={"error": error})
-        return clip_middle(result.render(), self.config.max_observation_chars)
+        ``short_tracebacks``, clipped in the middle to ``max_observation_chars``, then with ``column_hints`` the
+        columns of ``files`` closest to a missing one."""
+        error = result.error
+        if self.config.short_tracebacks and error is not None:
+            result = result.model_copy(
+                update={"error": error.model_copy(update={"traceback": compact_traceback(error.traceback)})}
+            )
+        text = clip_middle(result.render(), self.config.max_observation_chars)
+        if self.config.column_hints and error is not None and (hint := column_hint(error, file_columns(files))):
+            text = f"{text}\n{hint}"
+        return text
 
     async def restore(self, trajectory: Trajectory, *, executor: Executor | None = None) -> AgentState:
         """The state ``trajectory`` ended in, rebuilt: its conversation, and its cells run again in a fresh sandbox
@@ -413,6 +423,23 @@ def build_context(task: Task, max_chars: int) -> PromptContext:
         file_info="\n\n".join(infos),
         has_database=has_database,
     )
+
+
+def file_columns(files: Sequence[str]) -> list[str]:
+    """The column names of every table of ``files`` (none for a file that cannot be read)."""
+    names = []
+    for path in files:
+        try:
+            stat = os.stat(path)
+            names += _columns(os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+        except (OSError, DataFileError):
+            continue
+    return names
+
+
+@functools.lru_cache(maxsize=256)
+def _columns(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    return tuple(name for table in describe(path).tables for name in table.column_names)
 
 
 @functools.lru_cache(maxsize=256)

@@ -99,6 +99,9 @@ def run_command(
     short_tracebacks: Annotated[
         bool, typer.Option(help="Show a failing cell's own frames and its error, not the frames inside libraries.")
     ] = False,
+    column_hints: Annotated[
+        bool, typer.Option(help="Under a failing cell that named a missing column, show the closest real columns.")
+    ] = False,
     last_call: Annotated[
         bool, typer.Option(help="When no turn is left, or too many cells failed, ask once more for the best answer.")
     ] = False,
@@ -156,6 +159,7 @@ def run_command(
                 max_observation_chars=max_observation_chars,
                 short_tracebacks=short_tracebacks,
                 last_call=last_call,
+                column_hints=column_hints,
                 require_isolation=not allow_unisolated,
             ),
             concurrency=concurrency,
