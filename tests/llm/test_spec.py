@@ -106,6 +106,7 @@ _options = st.dictionaries(
 )
 @example(kind=ModelKind.OPENAI, target="a@b:c", base_url="http://h:1/v1", options={"x": "1.5e", "y": "-"})
 @example(kind=ModelKind.GGUF, target="a@http://b", base_url=None, options={"flag": "TRUE"})
+@example(kind=ModelKind.OPENAI, target=":\n:", base_url="http://0", options={})  # a line break in the name
 def test_every_valid_spec_reads_back_equal(kind, target, base_url, options):
     try:
         spec = ModelSpec(kind=kind, target=target, base_url=base_url, options=options)

@@ -38,7 +38,7 @@ FORMS = (
 OptionValue = str | int | float | bool
 
 _URL = re.compile(r"https?://[^\s?]+")
-_OPENAI_TARGET = re.compile(r"(?P<model>.+?)@(?P<url>https?://.*)")
+_OPENAI_TARGET = re.compile(r"(?P<model>.+?)@(?P<url>https?://.*)", re.DOTALL)
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?")
