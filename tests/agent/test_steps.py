@@ -155,29 +155,35 @@ def test_repeats_count_as_failing_cells(sales_task):
     assert trajectory.turns[2].observation.count("This is the code of the cell") == 1
 
 
+# What the model writes after the last call, where its turn is begun with the dialect's answer_start.
+AFTER_LAST_CALL = {"datamind": "West\n</answer>", "jupiter": " West", "datarus": "West</answer></stop_analysis>"}
+
+
 @pytest.mark.parametrize("dialect", sorted(EAGER))
 def test_the_last_call_asks_once_for_an_answer_when_no_turn_is_left(sales_task, dialect):
     code_turn = EAGER[dialect][0].split("<answer>")[0].split("Formatted answer")[0].split("<stop_analysis>")[0]
-    script = [code_turn, EAGER[dialect][1]]
+    script = [code_turn, AFTER_LAST_CALL[dialect]]
     config = AgentConfig(dialect=dialect, max_turns=1, last_call=True)
     model = ReplayModel(script, per_turn=True)
     trajectory = asyncio.run(Agent(model, config).arun(sales_task))
     first, last = trajectory.turns
     assert first.result.ok and first.last_call.startswith("No code can run any more")
     assert last.answer == "West" and trajectory.answer == "West" and trajectory.termination == Termination.ANSWER
-    asked = model.calls[-1][0][-1].content
-    assert asked.endswith(first.last_call) and "West" in asked  # the output, then the call, in one message
-    assert [m.content for m in to_messages(trajectory)][-2] == asked
-    without = asyncio.run(
-        Agent(ReplayModel(script, per_turn=True), AgentConfig(dialect=dialect, max_turns=1)).arun(sales_task)
-    )
+    *_, asked, begun = model.calls[-1][0]  # the output and the call in one message, then the turn begun
+    assert asked.content.endswith(first.last_call) and "West" in asked.content
+    assert begun.role == "assistant" and last.text.startswith(begun.content) and last.token_ids is None
+    assert [m.content for m in to_messages(trajectory)][-2:] == [asked.content, last.text]
+    alone = AgentConfig(dialect=dialect, max_turns=1)
+    without = asyncio.run(Agent(ReplayModel(script, per_turn=True), alone).arun(sales_task))
     assert without.termination == Termination.MAX_TURNS and without.answer is None and len(without.turns) == 1
 
 
-def test_code_written_after_the_last_call_is_not_run(sales_task):
+def test_a_last_turn_without_an_answer_ends_the_run_as_it_would_have(sales_task):
     broken = "Thought: Sum it.\nAction:\n```python\nprint(undefined_total)\n```"
+    script = [broken, broken, "\nThought: Fix it.\nAction:\n```python\nprint(1)\n```"]
     config = AgentConfig(dialect="jupiter", max_consecutive_errors=2, last_call=True)
-    trajectory = asyncio.run(Agent(ReplayModel([broken] * 5, per_turn=True), config).arun(sales_task))
+    trajectory = asyncio.run(Agent(ReplayModel(script, per_turn=True), config).arun(sales_task))
     assert trajectory.termination == Termination.EXECUTION_ERRORS and len(trajectory.turns) == 3
-    assert trajectory.turns[1].last_call and trajectory.turns[2].result is None
-    assert trajectory.turns[2].observation is None and to_messages(trajectory)[-1].role == "assistant"
+    assert trajectory.turns[1].last_call and trajectory.turns[2].code == "print(1)"
+    assert trajectory.turns[2].result is None and trajectory.turns[2].observation is None  # not run
+    assert to_messages(trajectory)[-1].role == "assistant"

@@ -58,6 +58,15 @@ def test_the_chat_template_of_the_file_is_used(model):
 
 
 @pytest.mark.model
+def test_a_turn_begun_for_the_model_is_continued_not_repeated(model):
+    begun = ChatMessage(role=Role.ASSISTANT, content="The capital of France is")
+    [completion] = ask(model, [*QUESTION, begun], temperature=0, max_tokens=4)
+    assert "Paris" in completion.text and not completion.text.lstrip().startswith("The capital")
+    asked = model.chat_tokenizer.render(QUESTION, add_generation_prompt=True) + begun.content
+    assert completion.prompt_tokens == len(model.chat_tokenizer.encode(asked))
+
+
+@pytest.mark.model
 def test_completions_carry_their_token_ids_offsets_and_logprobs(model):
     [completion] = ask(model, temperature=0.8, seed=3, max_tokens=24, logprobs=True)
     ids, offsets = completion.token_ids, completion.offsets

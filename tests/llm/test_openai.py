@@ -417,3 +417,21 @@ def test_token_ids_option_asks_vllm_for_them():
         assert completion.token_ids == [10, 11]
         generate(server.url, SamplingParams())
     assert [body.get("return_token_ids") for body in server.bodies] == [True, None]
+
+
+def test_a_turn_begun_for_the_model_asks_the_server_to_continue_it():
+    begun = [*ASK, ChatMessage(role=Role.ASSISTANT, content="Formatted answer:")]
+    with serve(served(" 3")) as server:
+
+        async def main() -> list[Completion]:
+            async with OpenAIModel("qwen-small", base_url=server.url, **FAST) as chat:
+                return await chat.agenerate(begun, SamplingParams())
+
+        [completion] = asyncio.run(main())
+        generate(server.url, SamplingParams())
+    assert completion.text == " 3" and server.bodies[0]["messages"][-1] == {
+        "role": "assistant",
+        "content": "Formatted answer:",
+    }
+    flags = [(body.get("continue_final_message"), body.get("add_generation_prompt")) for body in server.bodies]
+    assert flags == [(True, False), (None, None)]

@@ -257,12 +257,19 @@ class Agent:
         """``n`` candidate next turns for ``state`` (raises ContextOverflow when the prompt no longer fits).
 
         A seeded configuration gives every trial and turn its own seed, so trials differ yet replay exactly.
+        After the last call the turn is begun for the model with the dialect's ``answer_start``, so it answers:
+        those turns' text holds it, and no token ids (the model did not write them all).
         """
         params = self.sampling.model_copy(update={"n": n, "logprobs": logprobs or self.sampling.logprobs})
         if params.seed is not None:
             trial, index = state.trajectory.trial, len(state.turns)
             params = params.model_copy(update={"seed": (params.seed + 100_003 * trial + index) % 2**31})
-        return await self.model.agenerate(list(state.messages), params)
+        if state.last_call is None:
+            return await self.model.agenerate(list(state.messages), params)
+        begun = ChatMessage(role=Role.ASSISTANT, content=self.dialect.answer_start)
+        completions = await self.model.agenerate([*state.messages, begun], params)
+        unknown = {"token_ids": None, "offsets": None, "logprobs": None}
+        return [c.model_copy(update={"text": begun.content + c.text, **unknown}) for c in completions]
 
     def read(self, completion: Completion) -> tuple[Completion, Step]:
         """``completion`` kept up to its first action, and the step it takes."""

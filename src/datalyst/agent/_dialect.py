@@ -53,6 +53,8 @@ class Dialect(Protocol):
     """A prompt builder, a parser and a renderer for one turn format (see docs/ARCHITECTURE)."""
 
     name: str
+    answer_start: str
+    """How a final answer begins (``Formatted answer:``, ``<answer>``); the last call begins the model's turn so."""
     stop: tuple[str, ...]
     """Stop sequences: generation ends at the end of the first action (its closing tag, kept in the
     text) or where the model starts writing the observation itself."""

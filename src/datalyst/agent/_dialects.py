@@ -124,6 +124,7 @@ class DataMindDialect(_PromptedDialect):
     """``<think>`` reasoning, ``<code>```python …```</code>``, ``<interpreter>`` output, ``<answer>``."""
 
     name = "datamind"
+    answer_start = "<answer>\n"
     stop = ("</code>", "</answer>", "<interpreter>")
     _tags = tag_pattern(("think", "code", "answer", "interpreter"))
     _stop = re.compile(r"<\s*interpreter\s*>", re.IGNORECASE)
@@ -202,6 +203,7 @@ class JupiterDialect(_PromptedDialect):
     """
 
     name = "jupiter"
+    answer_start = "Formatted answer:"
     stop = ("Observation:",)
     _stop = re.compile(r"^[ \t]*(?:[*_#]+[ \t]*)?(?i:observation)[ \t]*(?:[*_]+[ \t]*)?:|Observation:", re.MULTILINE)
     # Only the exact stop string, or the keyword opening a line, ends the turn: "my observation: ..."
@@ -276,6 +278,7 @@ class DatarusDialect(_PromptedDialect):
     """
 
     name = "datarus"
+    answer_start = "<stop_analysis><answer>"
     stop = ("</step>", "</stop_analysis>", "<observation>")
     _tags = tag_pattern(("step", "thought", "action", "action_input", "answer", "stop_analysis", "observation"))
     _stop = re.compile(r"<\s*observation\s*>", re.IGNORECASE)
@@ -337,6 +340,7 @@ class ProgramDialect(_PromptedDialect):
     """
 
     name = PROGRAM
+    answer_start = "```python\n"
     stop = ()
 
     def _read(self, completion: str) -> tuple[Step, int]:

@@ -108,7 +108,10 @@ def find_stop(text: str, stops: Sequence[str], start: int = 0) -> tuple[int, str
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat model: ``await model.agenerate(messages, params)`` returns ``params.n`` completions."""
+    """A chat model: ``await model.agenerate(messages, params)`` returns ``params.n`` completions.
+
+    When the last message is the assistant's, it is a turn begun for the model: the completions continue its
+    text (and do not repeat it)."""
 
     spec: str
     """The model spec string this model was loaded from (recorded in every trajectory)."""

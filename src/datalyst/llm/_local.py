@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Self
 
 from datalyst.errors import ModelUnavailable
-from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
+from datalyst.llm._base import ChatMessage, Completion, Role, SamplingParams, TokenLogprob
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._tokenizer import LocalTokenizer
 
@@ -159,7 +159,11 @@ class LocalModel:
         if not self._is_loaded():
             raise ModelUnavailable(f"the model {self.spec!r} was closed; load it again with load_model")
         tokenizer = self.chat_tokenizer
-        prompt = tokenizer.encode(tokenizer.render(messages, add_generation_prompt=True))
+        *asked, last = messages
+        if last.role == Role.ASSISTANT:  # a turn begun for the model: it writes on from there
+            prompt = tokenizer.encode(tokenizer.render(asked, add_generation_prompt=True) + last.content)
+        else:
+            prompt = tokenizer.encode(tokenizer.render(messages, add_generation_prompt=True))
         if len(prompt) + more_tokens > self.n_ctx_tokens:
             raise ContextOverflow(
                 f"the prompt ({len(prompt)} tokens) plus {more} ({more_tokens}) exceed the "

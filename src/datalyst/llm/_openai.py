@@ -149,8 +149,11 @@ class OpenAIModel:
             arguments["seed"] = params.seed + seed_offset
         if params.logprobs:
             arguments["logprobs"] = True
-        if self.token_ids:
-            arguments["extra_body"] = {"return_token_ids": True}
+        extra: dict[str, Any] = {"return_token_ids": True} if self.token_ids else {}
+        if wire[-1]["role"] == "assistant":  # a turn begun for the model: vLLM's flags (llama.cpp's server needs none)
+            extra |= {"continue_final_message": True, "add_generation_prompt": False}
+        if extra:
+            arguments["extra_body"] = extra
         response = await self._create(arguments)
         try:
             return _completions(response, params.stop)

@@ -31,9 +31,9 @@ _WORD = re.compile(r"\S+")
 class ReplayModel:
     """Returns ``outputs`` in order, ``params.n`` per call, after ``latency_s`` seconds.
 
-    With ``per_turn=True`` the outputs are a script for *every* conversation: a call gets the
-    output whose index is the number of assistant turns already in its messages, so many
-    concurrent conversations can follow the same script (rollout tests and benchmarks).
+    With ``per_turn=True`` the outputs are a script for *every* conversation: a call gets the output whose
+    index is the number of assistant turns already in its messages (a turn begun for the model, last, is not
+    one), so many concurrent conversations can follow the same script (rollout tests and benchmarks).
     """
 
     def __init__(
@@ -94,7 +94,7 @@ class ReplayModel:
         return self._outputs[self._next - n : self._next]
 
     def _script_turn(self, messages: Sequence[ChatMessage], n: int) -> list[Completion]:
-        turn = sum(message.role == "assistant" for message in messages)
+        turn = sum(message.role == "assistant" for message in messages[:-1])  # the last one may be a begun turn
         if turn + n > len(self._outputs):
             raise ModelResponseError(
                 f"replay model {self.spec!r} has a script of {len(self._outputs)} turns, but turn {turn + 1} "
