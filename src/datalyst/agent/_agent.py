@@ -28,7 +28,7 @@ from datalyst.agent._hints import column_hint
 from datalyst.agent._preload import preload_cell
 from datalyst.agent._tracebacks import compact_traceback
 from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
-from datalyst.data import FileKind, describe, detect_kind
+from datalyst.data import FileInfo, FileKind, describe
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
 from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
@@ -418,8 +418,8 @@ def build_context(task: Task, max_chars: int) -> PromptContext:
     infos, has_database = [], False
     for path in task.files:
         try:
-            stat = os.stat(path)
-            info, is_database = _file_info(os.path.abspath(path), stat.st_mtime_ns, stat.st_size, budget)
+            described = _description(path)
+            info, is_database = described.render(budget), described.kind == FileKind.SQLITE
         except (OSError, DataFileError) as exc:  # the agent can still try to read it; tell it what we know
             info, is_database = f"{os.path.basename(path)}: {exc}", False
         infos.append(info)
@@ -437,20 +437,19 @@ def file_columns(files: Sequence[str]) -> list[str]:
     names = []
     for path in files:
         try:
-            stat = os.stat(path)
-            names += _columns(os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
+            names += [name for table in _description(path).tables for name in table.column_names]
         except (OSError, DataFileError):
             continue
     return names
 
 
-@functools.lru_cache(maxsize=256)
-def _columns(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
-    return tuple(name for table in describe(path).tables for name in table.column_names)
+def _description(path: str) -> FileInfo:
+    stat = os.stat(path)
+    return _described(os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=256)
-def _file_info(path: str, mtime_ns: int, size: int, max_chars: int) -> tuple[str, bool]:
-    """A file's rendered description and whether it is a database, remembered per file version:
-    many tasks and trials share a file, and describing it holds the GIL for tens of milliseconds."""
-    return describe(path, max_chars=max_chars).render(), detect_kind(path) == FileKind.SQLITE
+def _described(path: str, mtime_ns: int, size: int) -> FileInfo:
+    """A file's description, remembered per file version: many tasks and trials share a file, and describing it
+    holds the GIL for tens of milliseconds (rendering it takes microseconds)."""
+    return describe(path)
