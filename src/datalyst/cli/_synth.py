@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.data import FileKind
+from datalyst.data import SUFFIXES, FileKind
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import ChatModel, load_model, resolve_spec
@@ -261,7 +261,7 @@ def convert_command(
     converted = convert_tasks(read_tasks(tasks), out.with_name(out.stem + ".files"), chosen)
     write_tasks(converted, out)
     counts = {
-        kind.value: sum(Path(path).suffix == f".{kind.value}" for t in converted for path in t.files) for kind in chosen
+        kind.value: sum(Path(path).suffix == SUFFIXES[kind] for t in converted for path in t.files) for kind in chosen
     }
     Console(stderr=True).print(f"{len(converted)} tasks written to {out}; files by format: {counts}")
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sqlite3
 from pathlib import Path
 
 import pandas as pd
+
+from datalyst.files import write_atomic
 
 from ._kinds import FileKind
 
@@ -30,7 +34,7 @@ def fits(frame: pd.DataFrame, kind: FileKind) -> bool:
     if len(frame) >= XLSX_ROWS or frame.shape[1] > XLSX_COLUMNS:
         return False
     texts = frame.select_dtypes(include=["object", "string"])
-    return all(texts[column].astype(str).str.len().max() <= XLSX_CELL_CHARS for column in texts if len(texts))
+    return texts.empty or all(texts[column].astype(str).str.len().max() <= XLSX_CELL_CHARS for column in texts)
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], kind: FileKind, *, table: str = "data") -> Path:
@@ -39,27 +43,23 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], kind: FileKin
     when the format cannot hold the table whole (:func:`fits`)."""
     if not fits(frame, kind):
         raise ValueError(f"the table does not fit in {kind.value.upper()} whole (a cell or the table is too long)")
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial.unlink(missing_ok=True)
-    try:
-        if kind is FileKind.CSV or kind is FileKind.TSV:
-            frame.to_csv(partial, sep="," if kind is FileKind.CSV else "\t", index=False)
-        elif kind is FileKind.XLSX:
-            frame.to_excel(partial, sheet_name=table[:31], index=False, engine="openpyxl")
-        elif kind is FileKind.JSON or kind is FileKind.JSONL:
-            lines = kind is FileKind.JSONL
-            frame.to_json(
-                partial, orient="records", lines=lines, double_precision=15, date_format="iso", force_ascii=False
-            )
-        elif kind is FileKind.PARQUET:
-            frame.to_parquet(partial, index=False)
-        else:
-            with sqlite3.connect(partial) as connection:
-                frame.to_sql(table, connection, index=False)
-            connection.close()
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
-    return path
+    write_atomic(path, _encoded(frame, kind, table))
+    return Path(path)
+
+
+def _encoded(frame: pd.DataFrame, kind: FileKind, table: str) -> str | bytes:
+    """The file's content (tables here are small enough to build in memory)."""
+    if kind is FileKind.CSV or kind is FileKind.TSV:
+        return frame.to_csv(sep="," if kind is FileKind.CSV else "\t", index=False)
+    if kind is FileKind.JSON or kind is FileKind.JSONL:
+        lines = kind is FileKind.JSONL
+        return frame.to_json(orient="records", lines=lines, double_precision=15, date_format="iso", force_ascii=False)
+    if kind is FileKind.PARQUET:
+        return frame.to_parquet(index=False)
+    if kind is FileKind.XLSX:
+        buffer = io.BytesIO()
+        frame.to_excel(buffer, sheet_name=table[:31], index=False, engine="openpyxl")
+        return buffer.getvalue()
+    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
+        frame.to_sql(table, connection, index=False)
+        return connection.serialize()

@@ -40,7 +40,7 @@ def _converted(path: Path, kind: FileKind, folder: Path, done: dict[tuple[Path, 
     target = folder.resolve() / kind.value / f"{path.stem}{SUFFIXES[kind]}"
     if len(tables) != 1 or not fits(next(iter(tables.values())), kind):
         target = source
-    elif clash := next((other for (other, k), made in done.items() if made == str(target)), None):
+    elif clash := next((other for (other, _), made in done.items() if made == str(target)), None):
         raise ConfigError(f"{path} and {clash} would both become {target}; convert them apart")
     else:
         ((name, frame),) = tables.items()
