@@ -14,6 +14,12 @@ from datalyst.errors import DataFileError
 Record = TypeVar("Record", bound=BaseModel)
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of JSON-lines text, cut at line feeds only: JSON keeps U+2028, U+2029 and U+0085 unescaped
+    inside strings, where ``str.splitlines`` would cut a record in two. The last item follows the last line feed."""
+    return text.split("\n")
+
+
 def read_records(path: str | Path, *, key: str = "id") -> list[dict]:
     """Every non-blank line of ``path`` (gzipped when it ends in ``.gz``) as a JSON object that has ``key``."""
     path = Path(path)
@@ -23,7 +29,7 @@ def read_records(path: str | Path, *, key: str = "id") -> list[dict]:
     except (OSError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise DataFileError(f"cannot read {path}: {exc}; check the path") from exc
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -44,7 +50,7 @@ def read_appended(path: Path, model: type[Record], *, what: str, fix: str) -> li
     """
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = split_lines(path.read_text(encoding="utf-8"))
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -52,8 +58,8 @@ def read_appended(path: Path, model: type[Record], *, what: str, fix: str) -> li
         try:
             records.append(model.model_validate_json(line))
         except ValidationError as exc:
-            if number == len(lines) and not line.endswith("\n"):
-                break  # the next append cuts it off (drop_torn_tail)
+            if number == len(lines):
+                break  # a last line with no "\n" after it: the next append cuts it off (drop_torn_tail)
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem["loc"]) or "record"
             raise DataFileError(f"{path} line {number} is not {what} ({where}: {problem['msg']}); {fix}") from None

@@ -114,3 +114,10 @@ def test_a_file_may_be_named_by_a_string(tmp_path):
     write(path, record("x", 0, answer="one", minutes=1))
     assert [t.answer for t in read_trajectories(str(path))] == ["one"]
     assert [t.answer for t in read_trajectories([str(path)])] == ["one"]
+
+
+def test_text_with_unicode_line_separators_stays_one_record(tmp_path):
+    path = tmp_path / "t.jsonl"
+    odd = "a\u2028b\u2029c\x85d"  # JSON leaves these unescaped; str.splitlines would cut the record there
+    write(path, record("x", 0, answer=odd), record("y", 0))
+    assert {t.id: t.answer for t in read_trajectories(path)} == {"x#0": odd, "y#0": "1"}

@@ -393,6 +393,11 @@ def test_malformed_json(tmp_path: Path) -> None:
     assert_error(write(tmp_path / "ragged.json", '{"a": [1, 2], "b": [1]}'), "do not form a table")
 
 
+def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path: Path) -> None:
+    path = write(tmp_path / "notes.jsonl", '{"note": "one\u2028two"}\n{"note": "three\x85four"}\n')
+    assert load(path)["notes"]["note"].tolist() == ["one\u2028two", "three\x85four"]
+
+
 def test_malformed_jsonl(tmp_path: Path) -> None:
     assert_error(write(tmp_path / "bad.jsonl", '{"a": 1}\n{"a": \n'), "malformed JSON on line 2")
     assert_error(write(tmp_path / "list.jsonl", '{"a": 1}\n[1, 2]\n'), "line 2 holds a list")

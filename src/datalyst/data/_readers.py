@@ -14,6 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from datalyst.jsonl import split_lines
+
 from ._common import exc_text, file_error
 from ._text import sample_text, sniff_delimiter
 
@@ -140,7 +142,7 @@ def read_jsonl(path: str | os.PathLike[str], max_rows: int | None = None) -> tup
     text = _read_text(path)
     records: list[dict[str, Any]] = []
     total = 0
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         total += 1

@@ -8,7 +8,6 @@ again continues where it stopped and re-judges.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from datalyst.eval._report import EvalReport, build_report, write_reports
 from datalyst.eval._strategies import run_strategy, strategy_costs, trajectory_files
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
+from datalyst.jsonl import split_lines
 from datalyst.llm import ChatModel
 from datalyst.tasks import Task, read_tasks, split_tasks, stratified_subset, write_tasks
 from datalyst.train import load_value_model
@@ -175,7 +175,8 @@ def read_verdicts(out_dir: str | Path) -> list[Verdict]:
     path = Path(out_dir) / "verdicts.jsonl"
     if not path.exists():
         raise ConfigError(f"{out_dir} has no verdicts.jsonl; is it a run folder made by `datalyst eval run`?")
-    return [Verdict.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    lines = split_lines(path.read_text(encoding="utf-8"))
+    return [Verdict.model_validate_json(line) for line in lines if line.strip()]
 
 
 def dialects_of(verdicts: Sequence[Verdict]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Self
 from pydantic import ValidationError
 
 from datalyst.errors import ModelResponseError, ModelUnavailable
+from datalyst.jsonl import split_lines
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
 from datalyst.llm._spec import ModelSpec
 
@@ -60,7 +61,7 @@ class ReplayModel:
         options = spec.check_options({"latency_s": float, "per_turn": bool})
         path = Path(spec.target).expanduser()
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = split_lines(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ModelUnavailable(f"cannot read replay file {path}: {exc.strerror}; record one first") from exc
         outputs: list[str | Completion] = []

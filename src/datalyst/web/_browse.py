@@ -16,6 +16,7 @@ from typing import Any
 from datalyst.agent import Trajectory, read_trajectories, to_html
 from datalyst.curate import RunFolder
 from datalyst.eval import EvalReport, compare_runs, read_config, read_verdicts, run_trajectories
+from datalyst.jsonl import split_lines
 from datalyst.tasks import Task, read_tasks
 from datalyst.web._security import Refused, inside
 
@@ -219,7 +220,7 @@ def _kind(path: Path) -> str | None:
 
 
 def _lines(path: Path) -> list[str]:
-    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.exists() else []
+    return [line for line in split_lines(path.read_text(encoding="utf-8")) if line.strip()] if path.exists() else []
 
 
 # -- rows ----------------------------------------------------------------------------------------------------
