@@ -12,6 +12,10 @@ for saved in results/eval/*/trajectories; do
   for f in "$saved"/*.gz; do [ -s "$run/$(basename "$f" .gz)" ] || gunzip -c "$f" > "$run/$(basename "$f" .gz)"; done
 done
 [ -s runs/tasks/dev-files.jsonl ] || datalyst synth convert runs/eval/dev-small-sft/tasks.jsonl --out runs/tasks/dev-files.jsonl
+if [ ! -s runs/tasks/analyst/tasks.jsonl ]; then
+  python -c "import vega_datasets, palmerpenguins" 2>/dev/null || pip install -q vega_datasets==0.9.0 palmerpenguins==0.1.6
+  python results/analyst/build.py --out runs/tasks/analyst > /dev/null
+fi
 C="--bench dabench --dialect jupiter --max-turns 6 --max-tokens 768 --concurrency 4 --trials 3 --no-reformat"
 while next=$(grep -v '^#' results/eval/queue.txt | while read -r name args; do
                [ -n "$name" ] && [ ! -e "runs/eval/$name.done" ] && { echo "$name $args"; break; }; done) && [ -n "$next" ]; do
