@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from datalyst.agent import Agent, AgentConfig, Termination, to_messages
-from datalyst.llm import Completion, ReplayModel
+from datalyst.agent._agent import REDRAW_TEMPERATURE
+from datalyst.llm import Completion, ReplayModel, SamplingParams
 from datalyst.tasks import Task
 
 QUESTION = "Which region has the highest total revenue?"
@@ -140,11 +141,27 @@ def test_a_repeat_of_the_cell_that_just_failed_is_not_run_again(sales_task):
     config = AgentConfig(dialect="jupiter", repeat_guard=True, max_consecutive_errors=3)
     trajectory = asyncio.run(Agent(ReplayModel(script, per_turn=True), config).arun(sales_task))
     first, repeated, third = trajectory.turns[:3]
+    assert repeated.redraws == 2  # drawn again twice, the same cell each time (the script has nothing else)
     assert repeated.result == first.result and repeated.execution_s == 0.0  # the error it would give again
     assert repeated.observation.startswith("This is the code of the cell that just failed, so it was not run again")
     assert "NameError" in repeated.observation and third.result.ok and trajectory.answer == "1"
     unguarded = asyncio.run(Agent(ReplayModel(script, per_turn=True), AgentConfig(dialect="jupiter")).arun(sales_task))
     assert unguarded.turns[1].execution_s > 0 and not unguarded.turns[1].result.ok  # run again, failed again
+
+
+def test_a_repeat_of_the_failing_cell_is_drawn_again_hotter_and_set_aside(sales_task):
+    broken = "Thought: Sum it.\nAction:\n```python\nprint(undefined_total)\n```"
+    fixed = "Thought: Define it.\nAction:\n```python\nundefined_total = 1\nprint(undefined_total)\n```"
+    model = ReplayModel([broken, broken, fixed, "Thought: Done.\nFormatted answer: 1"])  # one output per call
+    config = AgentConfig(dialect="jupiter", repeat_guard=True, sampling=SamplingParams(temperature=0.0, seed=3))
+    trajectory = asyncio.run(Agent(model, config).arun(sales_task))
+    first, second, _ = trajectory.turns
+    assert [turn.redraws for turn in trajectory.turns] == [0, 1, 0] and second.result.ok and trajectory.answer == "1"
+    temperatures = [params.temperature for _, params in model.calls]
+    assert temperatures == [0.0, 0.0, REDRAW_TEMPERATURE, 0.0]
+    assert model.calls[1][1].seed != model.calls[2][1].seed  # the drawing again has a seed of its own
+    assert model.calls[1][0] == model.calls[2][0]  # drawn again from the same conversation
+    assert [m.content for m in model.calls[3][0]].count(first.text) == 1  # the repeat is not in the conversation
 
 
 def test_repeats_count_as_failing_cells(sales_task):

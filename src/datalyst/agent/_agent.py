@@ -41,6 +41,10 @@ REPEATED = (
     "Read the error below and change the code, or answer if you can."
 )
 """What the agent says instead of running a failing cell again (``AgentConfig.repeat_guard``)."""
+REDRAWS = 2
+"""Times a turn that repeats the failing cell is drawn again before the guard's message (``repeat_guard``)."""
+REDRAW_TEMPERATURE = 0.8
+"""The least temperature a turn is drawn again at: greedy decoding would write the same cell."""
 
 TurnCallback = Callable[[Turn], None]
 """Called with every finished turn (``datalyst ask`` prints them as they come)."""
@@ -68,8 +72,9 @@ class AgentConfig(BaseModel):
     """Show a failing cell's traceback with the cell's own frames and the error only, the library frames left
     out (the record keeps the whole traceback)."""
     repeat_guard: bool = False
-    """A code turn that repeats the cell that just failed is not run again: its observation says so above the
-    same error, and it counts as a failing cell."""
+    """A code turn that repeats the cell that just failed is drawn again (up to ``REDRAWS`` times, at a temperature
+    of at least ``REDRAW_TEMPERATURE``); one that still repeats it is not run again: its observation says so above
+    the same error, and it counts as a failing cell."""
     column_hints: bool = False
     """Under a failing cell that named a column the files do not have (a KeyError, a frame's AttributeError), show
     the closest real column names (``datalyst.agent._hints``)."""
@@ -189,12 +194,12 @@ class Agent:
         while not state.done:
             began = time.monotonic()
             try:
-                [completion] = await self.propose(state)
+                completion, redraws = await self._next_turn(state)
             except ContextOverflow as exc:  # the conversation outgrew the model: an ending, not a failure
                 return _ended(state, Termination.CONTEXT_OVERFLOW, str(exc))
             if on_step is not None:
                 on_step(self.read(completion)[1])
-            state = await self.advance(state, completion, generation_s=time.monotonic() - began)
+            state = await self.advance(state, completion, generation_s=time.monotonic() - began, redraws=redraws)
             if on_turn is not None:
                 on_turn(state.turns[-1])
         return state
@@ -253,17 +258,33 @@ class Agent:
             **fields,
         )
 
-    async def propose(self, state: AgentState, n: int = 1, *, logprobs: bool = False) -> list[Completion]:
+    async def _next_turn(self, state: AgentState) -> tuple[Completion, int]:
+        """The model's next turn and how many times it was drawn again (``repeat_guard``: while it repeats the
+        cell that just failed, up to ``REDRAWS`` times)."""
+        [completion] = await self.propose(state)
+        redraws = 0
+        while self.config.repeat_guard and redraws < REDRAWS and _failed_repeat(state, self.read(completion)[1]):
+            redraws += 1
+            [completion] = await self.propose(state, redraw=redraws)
+        return completion, redraws
+
+    async def propose(
+        self, state: AgentState, n: int = 1, *, logprobs: bool = False, redraw: int = 0
+    ) -> list[Completion]:
         """``n`` candidate next turns for ``state`` (raises ContextOverflow when the prompt no longer fits).
 
-        A seeded configuration gives every trial and turn its own seed, so trials differ yet replay exactly.
+        A seeded configuration gives every trial and turn its own seed, so trials differ yet replay exactly;
+        ``redraw`` k > 0 draws the turn again with a seed of its own, at ``REDRAW_TEMPERATURE`` at least.
         After the last call the turn is begun for the model with the dialect's ``answer_start``, so it answers:
         those turns' text holds it, and no token ids (the model did not write them all).
         """
         params = self.sampling.model_copy(update={"n": n, "logprobs": logprobs or self.sampling.logprobs})
+        if redraw:
+            params = params.model_copy(update={"temperature": max(params.temperature, REDRAW_TEMPERATURE)})
         if params.seed is not None:
             trial, index = state.trajectory.trial, len(state.turns)
-            params = params.model_copy(update={"seed": (params.seed + 100_003 * trial + index) % 2**31})
+            seed = params.seed + 100_003 * trial + index + 7_919 * redraw
+            params = params.model_copy(update={"seed": seed % 2**31})
         if state.last_call is None:
             return await self.model.agenerate(list(state.messages), params)
         begun = ChatMessage(role=Role.ASSISTANT, content=self.dialect.answer_start)
@@ -280,8 +301,11 @@ class Agent:
         """``state`` with a sandbox of its own, forked from its sandbox: the two can then advance apart."""
         return dataclasses.replace(state, sandbox=state.sandbox.fork())
 
-    async def advance(self, state: AgentState, completion: Completion, *, generation_s: float = 0.0) -> AgentState:
-        """The state after ``completion``: the turn parsed, kept up to its first action, its code run and observed."""
+    async def advance(
+        self, state: AgentState, completion: Completion, *, generation_s: float = 0.0, redraws: int = 0
+    ) -> AgentState:
+        """The state after ``completion``: the turn parsed, kept up to its first action, its code run and observed
+        (``redraws``: the times the turn was drawn again before this one, recorded with it)."""
         kept, step = self.read(completion)
         turn = Turn(
             index=len(state.turns),
@@ -298,6 +322,7 @@ class Agent:
             completion_tokens=completion.completion_tokens,
             generation_s=generation_s,
             first_token_s=completion.first_token_s,
+            redraws=redraws,
         )
         errors_in_a_row = state.errors_in_a_row
         if state.last_call is not None:
@@ -386,8 +411,10 @@ class Agent:
         await state.sandbox.aclose()
 
 
-def _failed_repeat(state: AgentState, turn: Turn) -> Turn | None:
+def _failed_repeat(state: AgentState, turn: Turn | Step) -> Turn | None:
     """The last code turn of ``state`` when it failed and ``turn`` runs the same code again."""
+    if turn.kind != ActionKind.CODE:
+        return None
     last = next((t for t in reversed(state.turns) if t.kind == ActionKind.CODE), None)
     if last is None or last.result is None or last.result.ok:
         return None

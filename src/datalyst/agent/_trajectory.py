@@ -18,9 +18,9 @@ from datalyst.llm import ChatMessage, SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``;
-4 added ``Trajectory.guidance``; 5 added ``Trajectory.earlier``."""
+4 added ``Trajectory.guidance``; 5 added ``Trajectory.earlier``; 6 added ``Turn.last_call`` and ``Turn.redraws``."""
 
 
 def trajectory_id(task_id: str, trial: int) -> str:
@@ -72,6 +72,9 @@ class Turn(BaseModel):
     """Seconds the model took for the turn, from the request to its last token."""
     first_token_s: float | None = None
     """Of ``generation_s``, the seconds before its first token (when the backend measures it)."""
+    redraws: int = 0
+    """Times the turn was drawn again before this drawing because it repeated the cell that had just failed
+    (``AgentConfig.repeat_guard``; ``generation_s`` counts them all). The drawings set aside are not kept."""
     execution_s: float = 0.0
 
     @property
@@ -129,7 +132,7 @@ class Trajectory(BaseModel):
             # Schema 1 kept the whole completion in the conversation: that is what the model saw.
             data["turns"] = [{**turn, "text": turn.get("raw", "")} for turn in data.get("turns", [])]
         if isinstance(version, int) and version < SCHEMA_VERSION:
-            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 -> 4 -> 5 only added fields
+            data = {**data, "schema_version": SCHEMA_VERSION}  # 2 -> 3 -> ... -> 6 only added fields
         return data
 
     @property

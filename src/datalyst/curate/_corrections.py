@@ -56,8 +56,10 @@ class CorrectingAgent(Agent):
         self.guide = guide
         self.options = options
 
-    async def advance(self, state: AgentState, completion: Completion, *, generation_s: float = 0.0) -> AgentState:
-        state = await super().advance(state, completion, generation_s=generation_s)
+    async def advance(
+        self, state: AgentState, completion: Completion, *, generation_s: float = 0.0, redraws: int = 0
+    ) -> AgentState:
+        state = await super().advance(state, completion, generation_s=generation_s, redraws=redraws)
         turn = state.turns[-1]
         if turn.kind != ActionKind.ANSWER:
             return state
