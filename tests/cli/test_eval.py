@@ -33,12 +33,19 @@ def test_eval_run_then_compare(datalyst, replay_spec, tmp_path, dabench_tables):
         args = ["--bench", "tasks", "--bench-path", str(tasks), "--model", model, "--out", str(out)]
         for dialect in dialects:
             args += ["--dialect", dialect]
+        if name == "b":  # the scaffold's options reach the agent's settings
+            args += ["--preload", "--repeat-guard", "--short-tracebacks", "--column-hints", "--last-call"]
+            args += ["--max-observation-chars", "1500", "--max-file-info-chars", "2000"]
         done = datalyst("eval", "run", *args, "--trials", "2", "--reformat-model", model)
         assert done.returncode == 0, done.stderr
         assert (
             "| datamind | 4/4 | 50.0 [" in done.stdout and "rollout" not in done.stdout
         )  # question 0 right in both trials, question 5 wrong
         runs.append(out)
+    agent = json.loads((runs[1] / "config.json").read_text())["agent"]
+    flags = ("preload", "repeat_guard", "short_tracebacks", "column_hints", "last_call")
+    assert all(agent[flag] for flag in flags)
+    assert (agent["max_observation_chars"], agent["max_file_info_chars"]) == (1500, 2000)
     report = json.loads((runs[1] / "report.json").read_text())
     assert [d["dialect"] for d in report["dialects"]] == ["datamind", "jupiter"]
     (runs[0] / "report.md").unlink()

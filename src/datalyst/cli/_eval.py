@@ -94,7 +94,8 @@ def run_command(
         bool, typer.Option(help="Load the data files into DataFrames (df) before the first turn and say so.")
     ] = False,
     repeat_guard: Annotated[
-        bool, typer.Option(help="Do not run again a cell that just failed; say so and show its error again.")
+        bool,
+        typer.Option(help="Draw again a turn that repeats the cell that just failed; if it still does, do not run it."),
     ] = False,
     short_tracebacks: Annotated[
         bool, typer.Option(help="Show a failing cell's own frames and its error, not the frames inside libraries.")
@@ -108,6 +109,9 @@ def run_command(
     max_observation_chars: Annotated[
         int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
     ] = AgentConfig().max_observation_chars,
+    max_file_info_chars: Annotated[
+        int, typer.Option(help="Characters of the first message that describe the data files (all files together).")
+    ] = AgentConfig().max_file_info_chars,
     concurrency: Annotated[
         int, typer.Option(help="Trajectories at once (a local llama.cpp model decodes up to 4 together).")
     ] = 1,
@@ -157,6 +161,7 @@ def run_command(
                 preload=preload,
                 repeat_guard=repeat_guard,
                 max_observation_chars=max_observation_chars,
+                max_file_info_chars=max_file_info_chars,
                 short_tracebacks=short_tracebacks,
                 last_call=last_call,
                 column_hints=column_hints,
