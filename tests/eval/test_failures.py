@@ -69,6 +69,14 @@ def test_an_answered_run_is_told_by_its_answer(answer, judged, kind):
     assert failure_kind(run(answer=answer), judged) == kind
 
 
+def test_a_wrong_answer_given_at_the_last_call_is_told_by_the_cell_before_it():
+    forced = run(ExecResult(stdout="ok"), error("KeyError", "'Revenue'"), answer="@mean[3.1] @count[5]")
+    forced.turns[1].last_call = "No code can run any more: this is your last turn."
+    assert failure_kind(forced, verdict(detail="wrong: mean, count", reformatted=0.0)) == "wrong column"
+    forced.turns[1].result = ExecResult(stdout="fine")  # the turns ran out: nothing failed last
+    assert failure_kind(forced, verdict(detail="wrong: mean, count", reformatted=0.0)) == "gave up"
+
+
 def test_right_answers_have_no_kind_and_counts_follow_the_kinds_order():
     assert failure_kind(run(answer="@mean[2.5] @count[4]"), verdict(correct=True)) is None
     failed = run(termination=Termination.FAILED)

@@ -3,10 +3,11 @@
 Each trajectory that is not fully right gets one kind, the first that applies:
 
 - ``failed``: our side failed (model server, sandbox);
-- an unanswered trajectory ends on the error of its last failing cell: ``file loading`` (reading a data file),
-  ``wrong column`` (a name the table does not have), ``dtype`` (values of the wrong type), ``undefined name``,
-  ``syntax``, ``other error``; or, with no failing last cell, ``gave up`` (turns ran out, void turns, the
-  context overflowed);
+- an unanswered trajectory, or one that answered only when called on a last time (``last_call``: its answer is
+  a guess from where it stood), ends on the error of its last failing cell: ``file loading`` (reading a data
+  file), ``wrong column`` (a name the table does not have), ``dtype`` (values of the wrong type), ``undefined
+  name``, ``syntax``, ``other error``; or, with no failing last cell, ``gave up`` (turns ran out, void turns,
+  the context overflowed);
 - an answered one is ``format`` when its answer holds none of the ``@name[value]`` parts the task asks for, or
   when the reformatted answer is right; ``partly right`` when some parts are right; else ``wrong value``.
 
@@ -55,7 +56,7 @@ def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
         return None
     if trajectory.termination == Termination.FAILED:
         return "failed"
-    if trajectory.answer is None:
+    if trajectory.answer is None or any(turn.last_call for turn in trajectory.turns):
         code_turns = [turn for turn in trajectory.turns if turn.kind == ActionKind.CODE and turn.result is not None]
         last = code_turns[-1].result if code_turns else None
         if last is None or last.error is None:
