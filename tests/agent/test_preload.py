@@ -6,6 +6,7 @@ import asyncio
 import json
 import sqlite3
 
+import pandas as pd
 import pytest
 
 from datalyst.agent import Agent, AgentConfig, to_messages, to_notebook
@@ -35,6 +36,22 @@ def test_one_file_is_df_several_are_named_after_their_files_and_sqlite_is_left_t
     assert "df_sales_2024 = load_table('sales 2024.csv')" in cell
     assert "df_sales_2024_2 = load_table('Sales-2024.tsv')" in cell and "shop" not in cell
     assert preload_cell([str(tmp_path / "shop.sqlite")]) is None and preload_cell([]) is None
+
+
+def test_every_sheet_of_a_workbook_is_a_frame_of_its_own(tmp_path, monkeypatch):
+    path = tmp_path / "prices.xlsx"
+    with pd.ExcelWriter(path) as workbook:
+        for symbol, price in (("MSFT", 1.0), ("AAPL", 2.0)):
+            pd.DataFrame({"date": ["2020-01-01", "2020-02-01"], "price": [price, price + 1]}).to_excel(
+                workbook, sheet_name=symbol, index=False
+            )
+    cell = preload_cell([str(path)])
+    assert "df_msft = load_table('prices.xlsx', 'MSFT')" in cell
+    assert "df_aapl = load_table('prices.xlsx', 'AAPL')" in cell
+    namespace: dict = {}
+    monkeypatch.chdir(tmp_path)
+    exec(cell, namespace)  # the agent runs it in the sandbox; here it only has to load the sheets
+    assert namespace["df_aapl"]["price"].tolist() == [2.0, 3.0]
 
 
 def test_the_model_starts_from_the_loaded_frame(records_json):

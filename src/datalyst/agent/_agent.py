@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst import __version__
+from datalyst.agent._described import description, file_columns
 from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import get_dialect
 from datalyst.agent._export import observation_message, to_messages
@@ -28,7 +29,7 @@ from datalyst.agent._hints import column_hint
 from datalyst.agent._preload import preload_cell
 from datalyst.agent._tracebacks import compact_traceback
 from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
-from datalyst.data import FileInfo, FileKind, describe
+from datalyst.data import FileKind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
 from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
@@ -445,7 +446,7 @@ def build_context(task: Task, max_chars: int) -> PromptContext:
     infos, has_database = [], False
     for path in task.files:
         try:
-            described = _description(path)
+            described = description(path)
             info, is_database = described.render(budget), described.kind == FileKind.SQLITE
         except (OSError, DataFileError) as exc:  # the agent can still try to read it; tell it what we know
             info, is_database = f"{os.path.basename(path)}: {exc}", False
@@ -457,26 +458,3 @@ def build_context(task: Task, max_chars: int) -> PromptContext:
         file_info="\n\n".join(infos),
         has_database=has_database,
     )
-
-
-def file_columns(files: Sequence[str]) -> list[str]:
-    """The column names of every table of ``files`` (none for a file that cannot be read)."""
-    names = []
-    for path in files:
-        try:
-            names += [name for table in _description(path).tables for name in table.column_names]
-        except (OSError, DataFileError):
-            continue
-    return names
-
-
-def _description(path: str) -> FileInfo:
-    stat = os.stat(path)
-    return _described(os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _described(path: str, mtime_ns: int, size: int) -> FileInfo:
-    """A file's description, remembered per file version: many tasks and trials share a file, and describing it
-    holds the GIL for tens of milliseconds (rendering it takes microseconds)."""
-    return describe(path)
