@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
-from datalyst.data import FileKind, load_table
+from datalyst.data import FileKind, load, load_table
 from datalyst.errors import ConfigError
-from datalyst.synth import convert_tasks
+from datalyst.synth import convert_tasks, sheets_of
 from datalyst.tasks import Task, read_tasks
 
 
@@ -27,16 +30,36 @@ def table(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("kind", [k for k in FileKind if k is not FileKind.CSV])
+@pytest.mark.parametrize("kind", [k.value for k in FileKind if k is not FileKind.CSV] + ["json-nested"])
 def test_every_format_reads_back_as_the_table_it_was_written_from(tmp_path, table, kind):
     task = Task(id="7", question="Mean rate?", files=[str(table)], answer={"mean": "1.31"}, judge="dabench")
     (converted,) = convert_tasks([task], tmp_path / "out", [kind])
     (path,) = converted.files
-    assert (
-        path.endswith(f"/{kind.value}/cities.{kind.value}")
-        and converted.model_copy(update={"files": task.files}) == task
-    )
+    suffix = kind.removesuffix("-nested")
+    assert path.endswith(f"/{kind}/cities.{suffix}") and converted.model_copy(update={"files": task.files}) == task
     pd.testing.assert_frame_equal(load_table(path), load_table(table), check_dtype=False)
+
+
+def test_nested_json_holds_the_records_under_the_tables_name(tmp_path, table):
+    task = Task(id="7", question="?", files=[str(table)])
+    (path,) = convert_tasks([task], tmp_path / "out", ["json-nested"])[0].files
+    nested = json.loads(Path(path).read_text())
+    first = {"city": "Oslo", "rate": 0.1234567890123, "n": 3, "day": "2020-01-02"}
+    assert list(nested) == ["cities"] and nested["cities"][0] == first
+
+
+def test_sheets_read_in_order_give_the_table_back(tmp_path):
+    grouped = pd.DataFrame({"n": range(6), "region": ["East"] * 2 + ["West/North"] * 3 + ["South"]})
+    mixed = grouped.assign(region=["East", "West", "East", "West", "East", "West"])  # no runs: halves
+    for frame, names in ((grouped, ["East", "West_North", "South"]), (mixed, ["part 1", "part 2"])):
+        source = tmp_path / "sales.csv"
+        frame.to_csv(source, index=False)
+        out = tmp_path / f"out-{names[0]}"
+        (path,) = convert_tasks([Task(id="1", question="?", files=[str(source)])], out, ["xlsx-sheets"])[0].files
+        sheets = load(path)
+        assert list(sheets) == names
+        pd.testing.assert_frame_equal(pd.concat(sheets.values(), ignore_index=True), frame, check_dtype=False)
+    assert list(sheets_of(grouped.head(1))) == ["data"]
 
 
 def test_formats_go_round_robin_and_a_shared_file_is_written_once(tmp_path, table, examples_dir):
@@ -51,8 +74,8 @@ def test_a_table_a_workbook_would_cut_keeps_its_file(tmp_path):
     long = tmp_path / "notes.csv"
     pd.DataFrame({"note": ["x" * 40_000, "short"]}).to_csv(long, index=False)
     task = Task(id="1", question="?", files=[str(long)])
-    assert convert_tasks([task], tmp_path / "out", [FileKind.XLSX])[0].files == [str(long)]
-    (as_json,) = convert_tasks([task], tmp_path / "out", [FileKind.JSON])[0].files
+    assert convert_tasks([task], tmp_path / "out", ["xlsx"])[0].files == [str(long)]
+    (as_json,) = convert_tasks([task], tmp_path / "out", ["json"])[0].files
     assert load_table(as_json)["note"].str.len().tolist() == [40_000, 5]
 
 
@@ -62,7 +85,7 @@ def test_two_files_of_one_name_are_refused(tmp_path, table):
     other.write_text("a,b\n1,2\n")
     tasks = [Task(id="1", question="?", files=[str(table)]), Task(id="2", question="?", files=[str(other)])]
     with pytest.raises(ConfigError, match="would both become"):
-        convert_tasks(tasks, tmp_path / "out", [FileKind.JSON])
+        convert_tasks(tasks, tmp_path / "out", ["json"])
 
 
 def test_the_command_writes_tasks_that_read_back(datalyst, tmp_path, table):

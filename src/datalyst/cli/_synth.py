@@ -13,7 +13,6 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.data import SUFFIXES, FileKind
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import ChatModel, load_model, resolve_spec
@@ -249,20 +248,18 @@ def convert_command(
     out: Annotated[Path, typer.Option(help="The converted tasks (JSONL); their files go to a folder beside it.")],
     kinds: Annotated[
         str,
-        typer.Option(help="Formats given to the tasks in turn: " + ", ".join(kind.value for kind in FileKind) + "."),
-    ] = ",".join(kind.value for kind in FORMATS),
+        typer.Option(
+            help="Formats given to the tasks in turn: every file kind, json-nested (records under a key) and "
+            "xlsx-sheets (the rows over several sheets)."
+        ),
+    ] = ",".join(FORMATS),
 ) -> None:
     """Rewrite each task's data files in another format, the questions and answers unchanged (paired runs then
     measure what a format costs the agent)."""
-    try:
-        chosen = [FileKind(name.strip()) for name in kinds.split(",") if name.strip()]
-    except ValueError as exc:
-        raise ConfigError(f"--kinds: {exc}; choose among {', '.join(kind.value for kind in FileKind)}") from None
+    chosen = [name.strip() for name in kinds.split(",") if name.strip()]
     converted = convert_tasks(read_tasks(tasks), out.with_name(out.stem + ".files"), chosen)
     write_tasks(converted, out)
-    counts = {
-        kind.value: sum(Path(path).suffix == SUFFIXES[kind] for t in converted for path in t.files) for kind in chosen
-    }
+    counts = {layout: sum(Path(path).parent.name == layout for t in converted for path in t.files) for layout in chosen}
     Console(stderr=True).print(f"{len(converted)} tasks written to {out}; files by format: {counts}")
 
 

@@ -11,7 +11,7 @@ from ._describe import describe
 from ._kinds import DATA_SUFFIXES, FileKind, detect_kind
 from ._loaders import load, load_table
 from ._models import SCHEMA_VERSION, ColumnInfo, FileInfo, ForeignKeyInfo, TableInfo
-from ._writers import SUFFIXES, fits, write_table
+from ._writers import SUFFIXES, fits, write_table, write_tables
 
 __all__ = [
     "DATA_SUFFIXES",
@@ -29,4 +29,5 @@ __all__ = [
     "load",
     "load_table",
     "write_table",
+    "write_tables",
 ]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import sqlite3
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -41,25 +43,52 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], kind: FileKin
     """Write ``frame`` (without its index) to ``path`` as ``kind``, atomically; ``table`` names the XLSX sheet or
     the SQLite table. JSON is a list of records, one object per row, with full float precision. Raises ValueError
     when the format cannot hold the table whole (:func:`fits`)."""
-    if not fits(frame, kind):
-        raise ValueError(f"the table does not fit in {kind.value.upper()} whole (a cell or the table is too long)")
-    write_atomic(path, _encoded(frame, kind, table))
+    if kind is FileKind.JSON:
+        _check_fits([frame], kind)
+        write_atomic(path, _records(frame))
+        return Path(path)
+    return write_tables({table: frame}, path, kind)
+
+
+def write_tables(tables: Mapping[str, pd.DataFrame], path: str | os.PathLike[str], kind: FileKind) -> Path:
+    """Write named tables (without their indexes) to one file, atomically: the sheets of a workbook, the tables of
+    an SQLite database, or a JSON object holding each table's records under its name (the layout of many
+    exported files); a file of any other kind holds exactly one table. Raises ValueError when the file cannot
+    hold them whole."""
+    if len(tables) != 1 and kind not in (FileKind.XLSX, FileKind.SQLITE, FileKind.JSON):
+        raise ValueError(f"a {kind.value.upper()} file holds one table, not {len(tables)}")
+    _check_fits(tables.values(), kind)
+    write_atomic(path, _encoded(tables, kind))
     return Path(path)
 
 
-def _encoded(frame: pd.DataFrame, kind: FileKind, table: str) -> str | bytes:
+def _check_fits(frames: Iterable[pd.DataFrame], kind: FileKind) -> None:
+    if not all(fits(frame, kind) for frame in frames):
+        raise ValueError(f"the table does not fit in {kind.value.upper()} whole (a cell or the table is too long)")
+
+
+def _records(frame: pd.DataFrame, *, lines: bool = False) -> str:
+    return frame.to_json(orient="records", lines=lines, double_precision=15, date_format="iso", force_ascii=False)
+
+
+def _encoded(tables: Mapping[str, pd.DataFrame], kind: FileKind) -> str | bytes:
     """The file's content (tables here are small enough to build in memory)."""
-    if kind is FileKind.CSV or kind is FileKind.TSV:
-        return frame.to_csv(sep="," if kind is FileKind.CSV else "\t", index=False)
-    if kind is FileKind.JSON or kind is FileKind.JSONL:
-        lines = kind is FileKind.JSONL
-        return frame.to_json(orient="records", lines=lines, double_precision=15, date_format="iso", force_ascii=False)
-    if kind is FileKind.PARQUET:
-        return frame.to_parquet(index=False)
+    if kind is FileKind.JSON:
+        return "{" + ", ".join(f"{json.dumps(name)}: {_records(frame)}" for name, frame in tables.items()) + "}"
     if kind is FileKind.XLSX:
         buffer = io.BytesIO()
-        frame.to_excel(buffer, sheet_name=table[:31], index=False, engine="openpyxl")
+        with pd.ExcelWriter(buffer, engine="openpyxl") as workbook:
+            for name, frame in tables.items():
+                frame.to_excel(workbook, sheet_name=name[:31], index=False)
         return buffer.getvalue()
-    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
-        frame.to_sql(table, connection, index=False)
-        return connection.serialize()
+    if kind is FileKind.SQLITE:
+        with contextlib.closing(sqlite3.connect(":memory:")) as connection:
+            for name, frame in tables.items():
+                frame.to_sql(name, connection, index=False)
+            return connection.serialize()
+    (frame,) = tables.values()
+    if kind is FileKind.CSV or kind is FileKind.TSV:
+        return frame.to_csv(sep="," if kind is FileKind.CSV else "\t", index=False)
+    if kind is FileKind.JSONL:
+        return _records(frame, lines=True)
+    return frame.to_parquet(index=False)

@@ -3,7 +3,7 @@ programming problems about integer sequences with exact test cases."""
 
 from datalyst.synth import _chains  # noqa: F401  (registers the composed template)
 from datalyst.synth._challenges import DOMAINS, FAMILIES, Domain, Family
-from datalyst.synth._convert import FORMATS, convert_tasks
+from datalyst.synth._convert import FORMATS, LAYOUTS, convert_tasks, sheets_of
 from datalyst.synth._datasets import DatasetOptions, make_dataset_tasks, writer_messages
 from datalyst.synth._files import (
     REASONS,
@@ -33,6 +33,7 @@ __all__ = [
     "DOMAINS",
     "FAMILIES",
     "FORMATS",
+    "LAYOUTS",
     "NOTEBOOK_CATEGORIES",
     "REASONS",
     "TEACHING_DATASETS",
@@ -69,6 +70,7 @@ __all__ = [
     "make_template_tasks",
     "read_source_files",
     "sample_by_category",
+    "sheets_of",
     "tasks_html",
     "writer_messages",
 ]
