@@ -8,6 +8,7 @@ pandas). Ratios are of median wall times to the first model's, measured in the s
     . .venv/bin/activate
     python benchmarks/ask_bench.py                                   # small-sft and medium, 3 repeats
     python benchmarks/ask_bench.py --models embedded:small-sft embedded:small embedded:medium --repeats 5
+    python benchmarks/ask_bench.py --dialect jupiter                 # every model in one turn format
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ def expected_region() -> str:
     return str(pd.read_csv(FILE).groupby("region")["revenue"].sum().idxmax())
 
 
-def ask_once(model: str, timeout_s: float) -> dict:
+def ask_once(model: str, dialect: str | None, timeout_s: float) -> dict:
     """One ``datalyst ask`` process: its wall time, answer and turns (``--json`` prints the trajectory)."""
     command = [sys.executable, "-m", "datalyst", "ask", str(FILE), QUESTION, "--model", model, "--json"]
+    command += ["--dialect", dialect] if dialect else []
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=REPO, check=False)
     wall = time.perf_counter() - began
@@ -47,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["embedded:small-sft", "embedded:medium"])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dialect", help="The turn format for every model (default: ask's choice per model).")
     parser.add_argument("--timeout", type=float, default=600.0, help="Seconds one ask may take.")
     parser.add_argument("--json", type=Path, help="Also write the measurements here.")
     args = parser.parse_args()
@@ -54,7 +57,7 @@ def main() -> None:
     runs: dict[str, list[dict]] = {model: [] for model in args.models}
     for repeat in range(args.repeats):
         for model in args.models:
-            run = ask_once(model, args.timeout)
+            run = ask_once(model, args.dialect, args.timeout)
             run["right"] = bool(run["answer"]) and region.lower() in run["answer"].lower()
             runs[model].append(run)
             print(f"repeat {repeat + 1}/{args.repeats} {model}: {run['wall_s']:.1f} s, {run['turns']} turns, "
