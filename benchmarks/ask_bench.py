@@ -40,7 +40,8 @@ def ask_once(model: str, dialect: str | None, timeout_s: float) -> dict:
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=REPO, check=False)
     wall = time.perf_counter() - began
     if done.returncode != 0:
-        raise SystemExit(f"{model}: datalyst ask failed ({done.stderr.strip().splitlines()[-1:]})")
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"{model}: datalyst ask failed: {last}")
     trajectory = json.loads(done.stdout)
     return {"wall_s": wall, "answer": trajectory.get("answer"), "turns": len(trajectory["turns"])}
 

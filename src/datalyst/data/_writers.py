@@ -7,7 +7,7 @@ import io
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -43,11 +43,10 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], kind: FileKin
     """Write ``frame`` (without its index) to ``path`` as ``kind``, atomically; ``table`` names the XLSX sheet or
     the SQLite table. JSON is a list of records, one object per row, with full float precision. Raises ValueError
     when the format cannot hold the table whole (:func:`fits`)."""
-    if kind is FileKind.JSON:
-        _check_fits([frame], kind)
-        write_atomic(path, _records(frame))
-        return Path(path)
-    return write_tables({table: frame}, path, kind)
+    if kind is not FileKind.JSON:
+        return write_tables({table: frame}, path, kind)
+    write_atomic(path, _records(frame))  # a list of records, where write_tables writes an object of tables
+    return Path(path)
 
 
 def write_tables(tables: Mapping[str, pd.DataFrame], path: str | os.PathLike[str], kind: FileKind) -> Path:
@@ -57,14 +56,10 @@ def write_tables(tables: Mapping[str, pd.DataFrame], path: str | os.PathLike[str
     hold them whole."""
     if len(tables) != 1 and kind not in (FileKind.XLSX, FileKind.SQLITE, FileKind.JSON):
         raise ValueError(f"a {kind.value.upper()} file holds one table, not {len(tables)}")
-    _check_fits(tables.values(), kind)
+    if not all(fits(frame, kind) for frame in tables.values()):
+        raise ValueError(f"the table does not fit in {kind.value.upper()} whole (a cell or the table is too long)")
     write_atomic(path, _encoded(tables, kind))
     return Path(path)
-
-
-def _check_fits(frames: Iterable[pd.DataFrame], kind: FileKind) -> None:
-    if not all(fits(frame, kind) for frame in frames):
-        raise ValueError(f"the table does not fit in {kind.value.upper()} whole (a cell or the table is too long)")
 
 
 def _records(frame: pd.DataFrame, *, lines: bool = False) -> str:
