@@ -11,8 +11,10 @@ for saved in results/eval/*/trajectories; do
   mkdir -p "$run"
   for f in "$saved"/*.gz; do [ -s "$run/$(basename "$f" .gz)" ] || gunzip -c "$f" > "$run/$(basename "$f" .gz)"; done
 done
-[ -s runs/tasks/dev-files.jsonl ] || datalyst synth convert runs/eval/dev-small-sft/tasks.jsonl --out runs/tasks/dev-files.jsonl
-[ -s runs/tasks/dev-layouts.jsonl ] || datalyst synth convert runs/eval/dev-small-sft/tasks.jsonl --out runs/tasks/dev-layouts.jsonl --kinds json-nested,xlsx-sheets
+[ -s runs/tasks/dev.jsonl ] || python -c "from datalyst.eval import load_bench; from datalyst.tasks import split_tasks, write_tasks
+write_tasks(split_tasks(load_bench('dabench', None), 'dabench', 'dev'), 'runs/tasks/dev.jsonl')"
+[ -s runs/tasks/dev-files.jsonl ] || datalyst synth convert runs/tasks/dev.jsonl --out runs/tasks/dev-files.jsonl
+[ -s runs/tasks/dev-layouts.jsonl ] || datalyst synth convert runs/tasks/dev.jsonl --out runs/tasks/dev-layouts.jsonl --kinds json-nested,xlsx-sheets
 if [ ! -s runs/tasks/analyst/tasks.jsonl ]; then
   python -c "import vega_datasets, palmerpenguins" 2>/dev/null || pip install -q vega_datasets==0.9.0 palmerpenguins==0.1.6
   python results/analyst/build.py --out runs/tasks/analyst > /dev/null

@@ -142,13 +142,15 @@ def test_config_without_a_model_falls_through(monkeypatch, tmp_path):
     assert str(resolve_spec(None, default="embedded:small-sft")) == "embedded:small-sft"  # a command's own default
 
 
-def test_the_trained_model_names_its_dialect():
+def test_the_trained_model_and_asks_default_name_their_dialect():
     from datalyst.cli._ask import ASK_MODEL
-    from datalyst.llm import ModelSpec, trained_dialect
+    from datalyst.llm import ModelSpec, own_dialect
 
-    assert trained_dialect(ModelSpec.parse(ASK_MODEL)) == "jupiter"  # ask's default runs in its trained format
-    for other in ("embedded:small", "embedded:small-sft?adapter=/elsewhere", "openai:gpt@http://h/v1", "replay:x"):
-        assert trained_dialect(ModelSpec.parse(other)) is None
+    assert own_dialect(ModelSpec.parse("embedded:small-sft")) == "jupiter"  # the format its adapter learned
+    assert own_dialect(ModelSpec.parse(ASK_MODEL)) == "jupiter"  # ask's default runs in the format measured for it
+    others = ("embedded:small", "embedded:small-sft?adapter=/elsewhere", "embedded:medium?adapter=/a", "replay:x")
+    for other in (*others, "openai:gpt@http://h/v1"):
+        assert own_dialect(ModelSpec.parse(other)) is None
 
 
 def test_openai_base_url_comes_from_the_environment(monkeypatch):

@@ -11,10 +11,10 @@ from rich.console import Console
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._ask import ASK_MODEL
 from datalyst.errors import ConfigError
-from datalyst.llm import is_cached, list_models, resolve_spec, trained_dialect
+from datalyst.llm import is_cached, list_models, own_dialect, resolve_spec
 
 MODEL_HELP = (
-    "Model spec the Ask page offers (repeatable; the first is the default). [default: embedded:small-sft, then "
+    "Model spec the Ask page offers (repeatable; the first is the default). [default: embedded:medium (ask's), then "
     "every other embedded model fetched]"
 )
 
@@ -52,7 +52,7 @@ def serve_command(
         token=new_token(),
         loopback=is_loopback(host),
         models=specs,
-        dialects={spec: dialect for spec in specs if (dialect := trained_dialect(resolve_spec(spec)))},
+        dialects={spec: dialect for spec in specs if (dialect := own_dialect(resolve_spec(spec)))},
         runs=runs.resolve() if runs else None,
         data=[folder.resolve() for folder in (data or ([runs] if runs else []))],
         files=files.resolve() if files else None,

@@ -23,7 +23,7 @@ from datalyst.llm._embedded import (
     list_models,
     model_path,
     models_dir,
-    trained_dialect,
+    own_dialect,
 )
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._gguf import ADAPTER_GGUF, GGUFTokenizer
@@ -65,7 +65,7 @@ __all__ = [
     "load_tokenizer",
     "model_path",
     "models_dir",
+    "own_dialect",
     "resolve_spec",
-    "trained_dialect",
     "wire_messages",
 ]

