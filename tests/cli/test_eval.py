@@ -172,3 +172,22 @@ def test_eval_score_reformats_responses_on_request(datalyst, replay_spec, tmp_pa
     printed = datalyst(*args)
     assert printed.returncode == 0, printed.stderr
     assert "raw: official view" in printed.stdout and "reformatted (official protocol): official view" in printed.stdout
+
+
+def test_a_run_cached_from_another_reads_their_shared_start_from_the_cache(datalyst, replay_spec, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t", "question": "What is 2 + 2?", "answer": "4", "judge": "rule"}) + "\n")
+    model = replay_spec([SCRIPT[0], "<think>done</think>\n<answer>4</answer>"], per_turn=True)
+    common = ["--bench", "tasks", "--bench-path", str(tasks), "--model", model, "--trials", "2"]
+    first = datalyst("eval", "run", *common, "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    cached = datalyst("eval", "cache", str(tmp_path / "a"), "--to", str(tmp_path / "cache"))
+    assert cached.returncode == 0 and "4 calls of replay:" in cached.stdout, cached.stderr  # 2 trials x 2 turns
+    cache = ["--completion-cache", str(tmp_path / "cache")]
+    again = datalyst("eval", "run", *common, *cache, "--out", str(tmp_path / "b"))
+    assert again.returncode == 0 and "completion cache: 4 calls found, 0 made" in again.stderr, again.stderr
+    assert "`s / answer` is not a speed" in (tmp_path / "b" / "report.md").read_text()
+    hinted = datalyst("eval", "run", *common, *cache, "--last-call", "--out", str(tmp_path / "c"))
+    assert hinted.returncode == 0 and "completion cache: 4 calls found" in hinted.stderr  # nothing ended unanswered
+    other = datalyst("eval", "cache", str(tmp_path / "a"), str(tmp_path / "c"), "--to", str(tmp_path / "cache"))
+    assert other.returncode == 0, other.stderr

@@ -8,7 +8,8 @@ import pytest
 
 from datalyst.errors import ModelResponseError
 from datalyst.llm._base import ChatMessage, Completion, Role, SamplingParams
-from datalyst.llm._cache import CachedModel
+from datalyst.llm._cache import CachedModel, model_identity
+from datalyst.llm._embedded import get_model
 from datalyst.llm._replay import ReplayModel
 
 ASK = [ChatMessage(role=Role.USER, content="mean of price?")]
@@ -143,14 +144,15 @@ def test_a_file_changed_inside_an_hf_folder_misses(tmp_path):
     assert run(CachedModel(ReplayModel(["after"], spec=spec), tmp_path / "cache"), SamplingParams()) == ["after"]
 
 
-def test_an_embedded_file_replaced_in_the_cache_misses(tmp_path, monkeypatch):
+def test_an_embedded_model_is_named_by_its_pinned_digest_so_a_cache_serves_other_machines(tmp_path, monkeypatch):
     monkeypatch.setenv("DATALYST_CACHE", str(tmp_path / "home"))
     weights = tmp_path / "home" / "models" / "smollm2-135m-instruct-q4_1.gguf"
     weights.parent.mkdir(parents=True)
     weights.write_bytes(b"GGUF one")
     run(CachedModel(ReplayModel(["one"], spec="embedded:tiny"), tmp_path / "cache"), SamplingParams())
-    replace_file(weights, b"GGUF another")
-    assert run(CachedModel(ReplayModel(["two"], spec="embedded:tiny"), tmp_path / "cache"), SamplingParams()) == ["two"]
+    replace_file(weights, b"GGUF one")  # fetched again elsewhere: a new file, a new mtime, the same pinned weights
+    assert run(CachedModel(ReplayModel([], spec="embedded:tiny"), tmp_path / "cache"), SamplingParams()) == ["one"]
+    assert model_identity("embedded:tiny")["files"] == [("", get_model("tiny").size_bytes, get_model("tiny").sha256)]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,14 @@
 """The agent: dialects, the step-wise agent over a sandbox, trajectories, training examples, exports, rollouts."""
 
-from datalyst.agent._agent import Agent, AgentConfig, AgentState, Guidance, PendingSandbox, build_context
+from datalyst.agent._agent import (
+    Agent,
+    AgentConfig,
+    AgentState,
+    Guidance,
+    PendingSandbox,
+    build_context,
+    recorded_calls,
+)
 from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
 from datalyst.agent._dialects import DIALECTS, PROGRAM, get_dialect
 from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_notebook
@@ -32,6 +40,7 @@ __all__ = [
     "finished_ids",
     "get_dialect",
     "read_trajectories",
+    "recorded_calls",
     "rollout",
     "rollout_groups",
     "to_html",

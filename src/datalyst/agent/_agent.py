@@ -279,13 +279,9 @@ class Agent:
         After the last call the turn is begun for the model with the dialect's ``answer_start``, so it answers:
         those turns' text holds it, and no token ids (the model did not write them all).
         """
-        params = self.sampling.model_copy(update={"n": n, "logprobs": logprobs or self.sampling.logprobs})
-        if redraw:
-            params = params.model_copy(update={"temperature": max(params.temperature, REDRAW_TEMPERATURE)})
-        if params.seed is not None:
-            trial, index = state.trajectory.trial, len(state.turns)
-            seed = params.seed + 100_003 * trial + index + 7_919 * redraw
-            params = params.model_copy(update={"seed": seed % 2**31})
+        params = turn_params(
+            self.sampling, state.trajectory.trial, len(state.turns), n=n, logprobs=logprobs, redraw=redraw
+        )
         if state.last_call is None:
             return await self.model.agenerate(list(state.messages), params)
         begun = ChatMessage(role=Role.ASSISTANT, content=self.dialect.answer_start)
@@ -410,6 +406,37 @@ class Agent:
     async def close(self, state: AgentState) -> None:
         """Close the state's sandbox (and every successor's: they share it)."""
         await state.sandbox.aclose()
+
+
+def turn_params(
+    sampling: SamplingParams, trial: int, index: int, *, n: int = 1, logprobs: bool = False, redraw: int = 0
+) -> SamplingParams:
+    """How turn ``index`` of trial ``trial`` is sampled, in its drawing ``redraw`` (see :meth:`Agent.propose`)."""
+    params = sampling.model_copy(update={"n": n, "logprobs": logprobs or sampling.logprobs})
+    if redraw:
+        params = params.model_copy(update={"temperature": max(params.temperature, REDRAW_TEMPERATURE)})
+    if params.seed is not None:
+        seed = params.seed + 100_003 * trial + index + 7_919 * redraw
+        params = params.model_copy(update={"seed": seed % 2**31})
+    return params
+
+
+def recorded_calls(trajectory: Trajectory) -> list[tuple[list[ChatMessage], SamplingParams, Completion]]:
+    """The model calls that wrote ``trajectory``'s turns: each turn's conversation, sampling and completion, up
+    to the first turn whose call the record does not tell (one drawn again, or one after the last call)."""
+    dialect, trial = get_dialect(trajectory.dialect), trajectory.trial
+    conversation = [ChatMessage(role=m.role, content=m.content) for m in to_messages(trajectory)]
+    calls, at = [], 2 + len(trajectory.earlier)  # the system prompt, any earlier conversation, the question
+    for turn, before in zip(trajectory.turns, [None, *trajectory.turns], strict=False):
+        if turn.redraws or (before is not None and before.last_call):
+            break
+        completion = Completion(
+            text=turn.raw, finish_reason=turn.finish_reason, prompt_tokens=turn.prompt_tokens,
+            completion_tokens=turn.completion_tokens, token_ids=turn.token_ids if turn.raw == turn.text else None,
+        )  # fmt: skip
+        calls.append((conversation[:at], turn_params(trajectory.sampling, trial, turn.index), completion))
+        at += 1 + (observation_message(dialect, turn) is not None)
+    return calls
 
 
 def _failed_repeat(state: AgentState, turn: Turn | Step) -> Turn | None:

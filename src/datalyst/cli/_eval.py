@@ -26,6 +26,7 @@ from datalyst.eval import (
     areformat_responses,
     arun_eval,
     ascore_run,
+    cache_run,
     compare_runs,
     failure_counts,
     parse_pot_rows,
@@ -44,7 +45,7 @@ from datalyst.judge import (
     score_responses,
     score_tablebench,
 )
-from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model, resolve_spec
+from datalyst.llm import CachedModel, ChatMessage, ChatModel, Completion, SamplingParams, load_model, resolve_spec
 from datalyst.search import INFER, MCTSConfig
 from datalyst.tasks import load_dabench
 
@@ -131,6 +132,13 @@ def run_command(
     shard: Annotated[
         str | None, typer.Option(help="Run only slice I of N of the tasks (I/N, 0-based), e.g. one per machine.")
     ] = None,
+    completion_cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="Answer greedy or seeded model calls made before (same model, same conversation) from this folder, "
+            "and keep new ones there: a run that differs from another only after some turns computes only that."
+        ),
+    ] = None,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Run the agent on every task TRIALS times per dialect, store every trajectory, score and report."""
@@ -170,6 +178,7 @@ def run_command(
             concurrency=concurrency,
             judge_model=judge_model,
             reformat_model=str(resolve_spec(reformat_model or REFORMATTER)) if reformat else None,
+            completion_cache=str(completion_cache.resolve()) if completion_cache else None,
         )
     except ValidationError as exc:
         problem = exc.errors()[0]
@@ -188,7 +197,9 @@ def run_command(
 async def _run(config: EvalConfig, out: Path, *, shard: tuple[int, int] | None) -> EvalReport:
     """The whole run in one event loop: the models are made, used and closed in it."""
     async with AsyncExitStack() as stack:
-        model = await stack.enter_async_context(ManagedModel(config.model, eager=True))
+        model: ChatModel = await stack.enter_async_context(ManagedModel(config.model, eager=True))
+        if config.completion_cache is not None:
+            model = CachedModel(model, Path(config.completion_cache))
         judge = (
             await stack.enter_async_context(ManagedModel(config.judge_model, eager=True))
             if config.judge_model
@@ -197,7 +208,10 @@ async def _run(config: EvalConfig, out: Path, *, shard: tuple[int, int] | None) 
         reformatter = None
         if config.reformat_model not in (None, config.model):  # loaded at its first answer: a run may have none
             reformatter = await stack.enter_async_context(ManagedModel(config.reformat_model))
-        return await arun_eval(config, out, model, judge_model=judge, reformat_model=reformatter, shard=shard)
+        report = await arun_eval(config, out, model, judge_model=judge, reformat_model=reformatter, shard=shard)
+        if isinstance(model, CachedModel):
+            Console(stderr=True).print(f"[dim]completion cache: {model.hits} calls found, {model.misses} made[/]")
+        return report
 
 
 async def _report(run: Path, *, judge_model: str | None, reformat_model: str | None) -> EvalReport:
@@ -358,6 +372,18 @@ def compare_command(
         print(comparison.model_dump_json(indent=2))
     else:
         Console(highlight=False, soft_wrap=True).print(comparison.render())
+
+
+@eval_app.command("cache")
+def cache_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders of one model.", show_default=False)],
+    to: Annotated[Path, typer.Option(help="The completion cache folder (`eval run --completion-cache`).")],
+) -> None:
+    """Keep the model calls that wrote RUNS' trajectories in the completion cache TO: a later run whose trajectories
+    start as theirs did (one scaffold change apart) reads those turns from it and computes only what differs."""
+    for run in runs:
+        cache = CachedModel(ManagedModel(read_config(run).model), to)  # the model itself is never loaded
+        print(f"{run}: {cache_run(run, cache)} calls of {cache.spec} kept in {to}")
 
 
 @eval_app.command("pool")

@@ -11,6 +11,7 @@ from datalyst.eval._report import RESPONSES, DABenchFigures, DialectReport, Eval
 from datalyst.eval._run import (
     arun_eval,
     ascore_run,
+    cache_run,
     prepare_run,
     read_config,
     read_verdicts,
@@ -43,6 +44,7 @@ __all__ = [
     "ascore_run",
     "behaviour",
     "bootstrap",
+    "cache_run",
     "compare_runs",
     "failure_counts",
     "failure_kind",

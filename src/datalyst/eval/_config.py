@@ -15,7 +15,7 @@ EVAL_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1024, see
 """DataMind's test-time sampling (temperature 0.7, top-p 0.95), seeded so a run can be replayed."""
 
 
-FREE_TO_CHANGE = {"concurrency", "reformat_model"}
+FREE_TO_CHANGE = {"concurrency", "reformat_model", "completion_cache"}
 """Settings a resumed run may change."""
 
 
@@ -45,6 +45,11 @@ class EvalConfig(BaseModel):
     agent: AgentConfig = AgentConfig(sampling=EVAL_SAMPLING)
     concurrency: int = Field(1, ge=1)
     """Trajectories at once (1 suits one in-process model: its prompt cache follows one conversation)."""
+    completion_cache: str | None = None
+    """A folder of completions (``datalyst.llm.CachedModel``): a greedy or seeded call the model answered before,
+    on the same conversation, is answered from it. Runs that differ from an earlier one only after some turns
+    (a scaffold change) then share its start, and only their differences are computed; their time figures count
+    only the calls not found there."""
     judge_model: str | None = None
     reformat_model: str | None = None
     """DABench: the model that rewrites each answer into the question's ``@name[value]`` format before the

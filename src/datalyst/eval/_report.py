@@ -246,7 +246,12 @@ def render_markdown(report: EvalReport) -> str:
         f"{revision}, {report.created_at:%Y-%m-%d %H:%M} UTC.",
         "",
         "Rates in %, with 95% bootstrap intervals over the tasks with finished trajectories "
-        "(`done` counts trajectories; an unfinished run is resumed by running the same command again).",
+        "(`done` counts trajectories; an unfinished run is resumed by running the same command again)."
+        + (
+            " Model calls found in the completion cache took no time: `s / answer` is not a speed."
+            if config.completion_cache
+            else ""
+        ),
         "",
         f"| dialect | done | pass@1 |{f' pass@{k} |' if k > 1 else ''} mean turns | void turns | exec errors | "
         "answered | tokens / answer | cells / answer | s / answer |",

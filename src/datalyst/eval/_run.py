@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories
+from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories, recorded_calls
 from datalyst.errors import ConfigError
 from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
@@ -21,7 +21,7 @@ from datalyst.eval._strategies import run_strategy, strategy_costs, trajectory_f
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
 from datalyst.jsonl import split_lines
-from datalyst.llm import ChatModel
+from datalyst.llm import CachedModel, ChatModel
 from datalyst.tasks import Task, read_tasks, split_tasks, stratified_subset, write_tasks
 from datalyst.train import load_value_model
 
@@ -169,6 +169,17 @@ def score_run(
 def run_trajectories(out_dir: Path, config: EvalConfig) -> list[Trajectory]:
     """The latest attempt of every trajectory of the run, dialect by dialect (shards included)."""
     return [t for dialect in config.dialects for t in read_trajectories(trajectory_files(out_dir, dialect))]
+
+
+def cache_run(out_dir: str | Path, cache: CachedModel) -> int:
+    """Put the model calls that wrote the run's trajectories into ``cache`` (its model's), so a later run that
+    repeats a trajectory's start reads it from there; returns how many calls were stored."""
+    out_dir = Path(out_dir)
+    config = read_config(out_dir)
+    if config.model != cache.spec:
+        raise ConfigError(f"{out_dir} was run with {config.model}, not {cache.spec}; cache it under its own model")
+    calls = [call for t in run_trajectories(out_dir, config) if not t.failed for call in recorded_calls(t)]
+    return sum(cache.store(messages, params, [completion]) for messages, params, completion in calls)
 
 
 def read_verdicts(out_dir: str | Path) -> list[Verdict]:

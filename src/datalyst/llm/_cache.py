@@ -6,8 +6,9 @@ samples at ``temperature > 0`` without a seed asks for fresh randomness, so it a
 Each entry is one JSON file, ``CACHE_DIR/ab/abcdef....json``, named by the sha256 of the model's identity,
 the messages and every sampling field. The identity is the spec without the options that do not change
 what the model answers (:data:`NEUTRAL_OPTIONS`), plus, for a model read from local files (``gguf:``,
-``hf:``, ``embedded:``, ``replay:``), the size and modification time (ns) of each file, and of the files of
-an ``adapter`` option, so weights or an adapter replaced at the same path give fresh answers. One file per
+``hf:``, ``replay:``), the size and modification time (ns) of each file, and of the files of an ``adapter``
+option, so weights or an adapter replaced at the same path give fresh answers. An ``embedded:`` model is named
+by the pinned sha256 of its weights and that of the adapter it ships, so its cache serves any machine. One file per
 entry, rather than a sqlite database, because a file written to a temporary name and moved into place with
 ``os.replace`` is atomic on every OS: processes sharing a cache need no lock, a crash never leaves a
 half-written entry, and there is no "database is locked" under many writers or on network file systems.
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.files import write_atomic
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, SamplingParams
-from datalyst.llm._embedded import adapter_path, get_model, models_dir
+from datalyst.llm._embedded import EmbeddedModel, adapter_path, get_model
 from datalyst.llm._spec import ModelKind, ModelSpec
 
 __all__ = ["NEUTRAL_OPTIONS", "CachedModel", "cache_key", "is_cacheable", "model_identity"]
@@ -86,12 +87,21 @@ class CachedModel:
                 return cached
             self.misses += 1
             completions = await self.inner.agenerate(messages, params)
-            entry = _Entry(cache_format=CACHE_FORMAT, spec=self.spec, params=params, completions=completions)
             try:
-                self._write(key, entry)
+                self.store(messages, params, completions)
             except OSError as exc:  # the answer is good; a cache that cannot be written only costs speed
                 logger.warning("cannot write cache entry under %s (%s); continuing without it", self.cache_dir, exc)
             return completions
+
+    def store(self, messages: Sequence[ChatMessage], params: SamplingParams, completions: list[Completion]) -> bool:
+        """Keep ``completions`` as the answer to this request (the model's own: one it gave, or a recorded turn);
+        False, keeping nothing, when the request is not reproducible."""
+        if not is_cacheable(params):
+            return False
+        entry = _Entry(cache_format=CACHE_FORMAT, spec=self.spec, params=params, completions=completions)
+        # Readers in any process see either no entry or a whole one. No fsync: a lost entry is only a miss.
+        write_atomic(self.path_for(cache_key(self.identity, messages, params)), entry.model_dump_json())
+        return True
 
     async def aclose(self) -> None:
         """Close ``inner``."""
@@ -119,10 +129,6 @@ class CachedModel:
             return None
         return entry.completions
 
-    def _write(self, key: str, entry: _Entry) -> None:
-        # Readers in any process see either no entry or a whole one. No fsync: a lost entry is only a miss.
-        write_atomic(self.path_for(key), entry.model_dump_json())
-
 
 def cache_key(identity: dict[str, Any], messages: Sequence[ChatMessage], params: SamplingParams) -> str:
     """The sha256 (hex) of everything that decides the completions: the model's identity, messages and params."""
@@ -144,33 +150,31 @@ def model_identity(spec: str) -> dict[str, Any]:
         return {"spec": spec, "files": []}
     options = {key: value for key, value in parsed.options.items() if key not in NEUTRAL_OPTIONS}
     kept = parsed.model_copy(update={"options": dict(sorted(options.items()))})
-    identity: dict[str, Any] = {"spec": str(kept), "files": _file_signatures(_local_path(parsed))}
+    embedded = _embedded(parsed)
+    files = [("", embedded.size_bytes, embedded.sha256)] if embedded else _file_signatures(_local_path(parsed))
+    identity: dict[str, Any] = {"spec": str(kept), "files": files}
     if "adapter" in options:  # retrained at the same path, an adapter answers differently
         identity["adapter_files"] = _file_signatures(Path(str(options["adapter"])).expanduser())
-    elif (shipped := _shipped_adapter(parsed)) is not None:
-        identity["adapter_files"] = _file_signatures(shipped)
+    elif embedded and (shipped := adapter_path(embedded)) is not None:
+        identity["adapter_files"] = [("", shipped.stat().st_size, hashlib.sha256(shipped.read_bytes()).hexdigest())]
     return identity
 
 
-def _shipped_adapter(spec: ModelSpec) -> Path | None:
-    """The adapter an embedded model ships with (a model trained here), if any."""
+def _embedded(spec: ModelSpec) -> EmbeddedModel | None:
+    """The registered embedded model ``spec`` names, whose weights are named by their pinned sha256 (checked when
+    fetched), and whose shipped adapter by its own: the same everywhere, so a cache carries over to other machines."""
     if spec.kind != ModelKind.EMBEDDED:
         return None
     try:
-        return adapter_path(get_model(spec.target))
-    except ModelUnavailable:
+        return get_model(spec.target)
+    except ModelUnavailable:  # not a registered name: loading it fails anyway
         return None
 
 
 def _local_path(spec: ModelSpec) -> Path | None:
     """The file or folder a spec reads its model from, if any."""
-    if spec.kind == ModelKind.OPENAI:
+    if spec.kind in (ModelKind.OPENAI, ModelKind.EMBEDDED):
         return None
-    if spec.kind == ModelKind.EMBEDDED:
-        try:
-            return models_dir() / get_model(spec.target).file_name
-        except ModelUnavailable:  # not a registered name: loading it fails anyway
-            return None
     return Path(spec.target).expanduser()  # an hf repo id that is not a path has no files here
 
 
