@@ -33,6 +33,7 @@ while next=$(grep -v '^#' results/eval/queue.txt | while read -r name args; do
   # later options win: a run's own --bench or --trials replaces the common one
   if datalyst eval run $C $args --out "runs/eval/$name" > "runs/eval/$name.log" 2>&1; then
     touch "runs/eval/$name.done"; echo "done $name"
+    datalyst eval cache "runs/eval/$name" --to runs/cache > /dev/null  # its turns made before the cache was used
   else
     echo "rc=$? $name: see runs/eval/$name.log"; break
   fi

@@ -46,6 +46,7 @@ def test_the_calls_rebuilt_from_a_trajectory_are_the_ones_the_agent_made(task, t
     seeded = CachedModel(ReplayModel([], spec=SPEC), tmp_path / "seeded")
     calls = recorded_calls(trajectory)
     assert [seeded.store(*call[:2], [call[2]]) for call in calls] == [True] * 3
+    assert not seeded.store(*calls[0][:2], [calls[0][2]], replace=False)  # an answer kept already is not replaced
     assert entries(tmp_path / "seeded") == entries(tmp_path / "live")  # the same conversations and sampling
 
     again = CachedModel(ReplayModel([], spec=SPEC), tmp_path / "seeded")  # a model asked anything would raise

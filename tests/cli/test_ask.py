@@ -53,9 +53,20 @@ def test_ask_samples_at_the_temperature_and_seed_it_is_given(datalyst, replay_sp
 
 
 def test_ask_without_an_answer_exits_1(datalyst, replay_spec, examples_dir):
-    spec = replay_spec(["hmm", "still thinking"])
+    spec = replay_spec(["hmm", "still thinking", ""])  # nothing at the last call either
     done = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", spec, "--max-turns", "2")
     assert done.returncode == 1 and "No answer" in done.stdout
+
+
+def test_ask_asks_once_more_for_an_answer_when_the_turns_run_out(datalyst, replay_spec, examples_dir):
+    failing = "<think>Sum it.</think>\n<code>\n```python\nprint(undefined_frame)\n```\n</code>"
+    spec = replay_spec([failing, "West</answer>"])  # the last call begins the turn with the answer tag
+    done = datalyst(
+        "ask", str(examples_dir / "sales.csv"), "Best region?", "--model", spec, "--max-turns", "1", "--json"
+    )
+    trajectory = json.loads(done.stdout)
+    assert done.returncode == 0 and trajectory["answer"] == "West", done.stderr
+    assert "No code can run any more" in trajectory["turns"][0]["last_call"]
 
 
 def test_ask_user_errors_are_one_line(datalyst, tmp_path, examples_dir):

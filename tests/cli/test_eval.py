@@ -182,7 +182,7 @@ def test_a_run_cached_from_another_reads_their_shared_start_from_the_cache(datal
     first = datalyst("eval", "run", *common, "--out", str(tmp_path / "a"))
     assert first.returncode == 0, first.stderr
     cached = datalyst("eval", "cache", str(tmp_path / "a"), "--to", str(tmp_path / "cache"))
-    assert cached.returncode == 0 and "4 calls of replay:" in cached.stdout, cached.stderr  # 2 trials x 2 turns
+    assert cached.returncode == 0 and "4 new calls of replay:" in cached.stdout, cached.stderr  # 2 trials x 2 turns
     cache = ["--completion-cache", str(tmp_path / "cache")]
     again = datalyst("eval", "run", *common, *cache, "--out", str(tmp_path / "b"))
     assert again.returncode == 0 and "completion cache: 4 calls found, 0 made" in again.stderr, again.stderr
@@ -190,4 +190,4 @@ def test_a_run_cached_from_another_reads_their_shared_start_from_the_cache(datal
     hinted = datalyst("eval", "run", *common, *cache, "--last-call", "--out", str(tmp_path / "c"))
     assert hinted.returncode == 0 and "completion cache: 4 calls found" in hinted.stderr  # nothing ended unanswered
     other = datalyst("eval", "cache", str(tmp_path / "a"), str(tmp_path / "c"), "--to", str(tmp_path / "cache"))
-    assert other.returncode == 0, other.stderr
+    assert other.returncode == 0 and f"{tmp_path / 'a'}: 0 new calls" in other.stdout, other.stderr

@@ -1,11 +1,13 @@
 """The agent: dialects, the step-wise agent over a sandbox, trajectories, training examples, exports, rollouts."""
 
 from datalyst.agent._agent import (
+    ANALYST_OPTIONS,
     Agent,
     AgentConfig,
     AgentState,
     Guidance,
     PendingSandbox,
+    analyst_config,
     build_context,
     recorded_calls,
 )
@@ -18,6 +20,7 @@ from datalyst.agent._training import TrainingExample, training_example
 from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn, trajectory_id
 
 __all__ = [
+    "ANALYST_OPTIONS",
     "DIALECTS",
     "PROGRAM",
     "SCHEMA_VERSION",
@@ -36,6 +39,7 @@ __all__ = [
     "TrainingMessage",
     "Trajectory",
     "Turn",
+    "analyst_config",
     "build_context",
     "finished_ids",
     "get_dialect",

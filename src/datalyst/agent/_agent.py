@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,6 +91,18 @@ class AgentConfig(BaseModel):
     limits: Limits = Limits()
     require_isolation: bool = True
     """Refuse to run code the sandbox cannot fully isolate; False runs it degraded, with a warning."""
+
+
+ANALYST_OPTIONS: dict[str, Any] = {"last_call": True}
+"""The scaffold options that raised pass@1 on DABench's dev split (docs/RESULTS.md, the scaffold measured one
+change at a time), turned on for the agent analysts talk to (:func:`analyst_config`)."""
+
+
+def analyst_config(**fields: Any) -> AgentConfig:
+    """The agent of ``ask`` and ``serve``: :data:`ANALYST_OPTIONS` on :class:`AgentConfig`'s plain defaults, which
+    training, curation and search keep (every token of their trajectories is the model's own); ``fields`` set the
+    rest."""
+    return AgentConfig(**(ANALYST_OPTIONS | fields))
 
 
 class PendingSandbox:

@@ -13,7 +13,18 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from datalyst.agent import DIALECTS, ActionKind, Agent, AgentConfig, Trajectory, Turn, get_dialect, to_html, to_notebook
+from datalyst.agent import (
+    DIALECTS,
+    ActionKind,
+    Agent,
+    AgentConfig,
+    Trajectory,
+    Turn,
+    analyst_config,
+    get_dialect,
+    to_html,
+    to_notebook,
+)
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.llm import load_model, own_dialect, resolve_spec
 from datalyst.tasks import Task
@@ -54,7 +65,7 @@ def ask_command(
     console = Console(highlight=False, soft_wrap=True, stderr=as_json)
     task = Task(id=uuid.uuid4().hex[:8], question=question, files=[str(p) for p in files])
     console.print(f"[dim]model {spec} · dialect {dialect}[/]")
-    config = AgentConfig(dialect=dialect, max_turns=max_turns, require_isolation=not allow_unisolated)
+    config = analyst_config(dialect=dialect, max_turns=max_turns, require_isolation=not allow_unisolated)
     config.sampling = config.sampling.model_copy(update={"temperature": temperature, "seed": seed})
     trajectory, runs_on = asyncio.run(_run(task, str(spec), config, console))
     if notebook is not None:

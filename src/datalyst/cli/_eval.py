@@ -383,7 +383,7 @@ def cache_command(
     start as theirs did (one scaffold change apart) reads those turns from it and computes only what differs."""
     for run in runs:
         cache = CachedModel(ManagedModel(read_config(run).model), to)  # the model itself is never loaded
-        print(f"{run}: {cache_run(run, cache)} calls of {cache.spec} kept in {to}")
+        print(f"{run}: {cache_run(run, cache)} new calls of {cache.spec} kept in {to}")
 
 
 @eval_app.command("pool")

@@ -173,13 +173,13 @@ def run_trajectories(out_dir: Path, config: EvalConfig) -> list[Trajectory]:
 
 def cache_run(out_dir: str | Path, cache: CachedModel) -> int:
     """Put the model calls that wrote the run's trajectories into ``cache`` (its model's), so a later run that
-    repeats a trajectory's start reads it from there; returns how many calls were stored."""
+    repeats a trajectory's start reads it from there; returns how many calls were new to it."""
     out_dir = Path(out_dir)
     config = read_config(out_dir)
     if config.model != cache.spec:
         raise ConfigError(f"{out_dir} was run with {config.model}, not {cache.spec}; cache it under its own model")
     calls = [call for t in run_trajectories(out_dir, config) if not t.failed for call in recorded_calls(t)]
-    return sum(cache.store(messages, params, [completion]) for messages, params, completion in calls)
+    return sum(cache.store(messages, params, [completion], replace=False) for messages, params, completion in calls)
 
 
 def read_verdicts(out_dir: str | Path) -> list[Verdict]:

@@ -93,14 +93,22 @@ class CachedModel:
                 logger.warning("cannot write cache entry under %s (%s); continuing without it", self.cache_dir, exc)
             return completions
 
-    def store(self, messages: Sequence[ChatMessage], params: SamplingParams, completions: list[Completion]) -> bool:
+    def store(
+        self,
+        messages: Sequence[ChatMessage],
+        params: SamplingParams,
+        completions: list[Completion],
+        *,
+        replace: bool = True,
+    ) -> bool:
         """Keep ``completions`` as the answer to this request (the model's own: one it gave, or a recorded turn);
-        False, keeping nothing, when the request is not reproducible."""
-        if not is_cacheable(params):
+        False, keeping nothing, when the request is not reproducible, or (``replace=False``) has an entry here."""
+        path = self.path_for(cache_key(self.identity, messages, params))
+        if not is_cacheable(params) or (not replace and path.exists()):
             return False
         entry = _Entry(cache_format=CACHE_FORMAT, spec=self.spec, params=params, completions=completions)
         # Readers in any process see either no entry or a whole one. No fsync: a lost entry is only a miss.
-        write_atomic(self.path_for(cache_key(self.identity, messages, params)), entry.model_dump_json())
+        write_atomic(path, entry.model_dump_json())
         return True
 
     async def aclose(self) -> None:

@@ -23,7 +23,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from datalyst.agent import DIALECTS, AgentConfig, to_html, to_notebook
+from datalyst.agent import DIALECTS, analyst_config, to_html, to_notebook
 from datalyst.data import DATA_SUFFIXES, describe
 from datalyst.errors import ConfigError, DatalystError
 from datalyst.web import _browse
@@ -160,7 +160,7 @@ def create_app(config: ServeConfig) -> Starlette:
             raise Refused(f"this conversation uses {conversation.model} ({conversation.dialect}); start a new one "
                           "to change them", 409)  # fmt: skip
         conversation.model, conversation.dialect = spec, dialect
-        agent_config = AgentConfig(
+        agent_config = analyst_config(
             dialect=dialect, max_turns=config.max_turns, require_isolation=config.require_isolation
         )
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
