@@ -115,3 +115,13 @@ def test_ask_with_a_real_model_names_the_cpu_library_that_ran_it(datalyst, examp
     assert done.returncode in (0, 1), done.stderr  # tiny may not answer in one turn; it must run
     footer = done.stdout.strip().splitlines()[-1]
     assert "tokens generated" in footer and "· llama.cpp CPU library " in footer, done.stdout
+
+
+def test_a_long_answer_wraps_inside_its_panel_and_is_never_cut(datalyst, replay_spec, examples_dir):
+    long = "The region with the highest total revenue is West, with 4961.88 in all, ahead of East at 3120.55."
+    done = datalyst(
+        "ask", str(examples_dir / "sales.csv"), "Best region?", "--model", replay_spec([f"<answer>{long}</answer>"])
+    )
+    assert done.returncode == 0, done.stderr
+    shown = " ".join(line.strip("│ ") for line in done.stdout.splitlines() if line.startswith("│"))
+    assert long in shown and "3120.55." in done.stdout

@@ -91,7 +91,7 @@ async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> 
         with console.status("[dim]the model is thinking[/]") as status:
 
             def on_turn(turn: Turn) -> None:
-                console.print(_show(turn))
+                console.print(_show(turn), soft_wrap=False)  # a panel's text wraps inside it, never cut
                 status.update(f"[dim]the model is thinking (turn {turn.index + 2})[/]")
 
             return await agent.arun(task, on_turn=on_turn), cpu.describe() if cpu is not None else None
