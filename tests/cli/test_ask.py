@@ -67,6 +67,8 @@ def test_ask_asks_once_more_for_an_answer_when_the_turns_run_out(datalyst, repla
     trajectory = json.loads(done.stdout)
     assert done.returncode == 0 and trajectory["answer"] == "West", done.stderr
     assert "No code can run any more" in trajectory["turns"][0]["last_call"]
+    shown = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", spec, "--max-turns", "1")
+    assert shown.returncode == 0 and "This answer was asked for when no turn was left" in shown.stdout
 
 
 def test_ask_user_errors_are_one_line(datalyst, tmp_path, examples_dir):

@@ -78,6 +78,11 @@ def ask_command(
         print(trajectory.model_dump_json(indent=2))
     elif trajectory.answer is None:
         console.print(f"[bold red]No answer[/] ({trajectory.termination.value} after {len(trajectory.turns)} turns)")
+    elif any(turn.last_call for turn in trajectory.turns):
+        console.print(
+            "[yellow]This answer was asked for when no turn was left, after cells that failed or ran out of turns: "
+            "check it against the outputs above.[/]"
+        )
     console.print(f"[dim]{_speed(trajectory)}{f' · {runs_on}' if runs_on else ''}[/]")
     raise typer.Exit(0 if trajectory.answer is not None else 1)
 
