@@ -4,12 +4,13 @@ seeded from a run answers a later run that starts the same way, and only what di
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from datalyst.agent import Agent, AgentConfig, Trajectory, recorded_calls
-from datalyst.llm import CachedModel, ReplayModel, SamplingParams
+from datalyst.llm import CachedModel, ChatMessage, Completion, ReplayModel, SamplingParams
 from datalyst.tasks import Task
 
 SPEC = "replay:scripted"
@@ -27,6 +28,16 @@ ANSWER = "<think>Done.</think>\n<answer>60</answer>"
 @pytest.fixture
 def task(examples_dir):
     return Task(id="rows", question="How many rows?", files=[str(examples_dir / "sales.csv")])
+
+
+class TokenModel(ReplayModel):
+    """A replay whose completions come in 5-character tokens, as a real backend reports them: a cut at an
+    action's end keeps the whole token it falls in, so the kept text runs a little past the action."""
+
+    async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
+        [completion] = await super().agenerate(messages, params)
+        ends = [*range(5, len(completion.text), 5), len(completion.text)]
+        return [completion.model_copy(update={"token_ids": list(range(len(ends))), "offsets": ends})]
 
 
 def run(model, task: Task, **config) -> Trajectory:
@@ -52,6 +63,21 @@ def test_the_calls_rebuilt_from_a_trajectory_are_the_ones_the_agent_made(task, t
     again = CachedModel(ReplayModel([], spec=SPEC), tmp_path / "seeded")  # a model asked anything would raise
     replayed = run(again, task, sampling=sampling)
     assert again.hits == 3 and [t.text for t in replayed.turns] == [t.text for t in trajectory.turns]
+
+
+def test_a_turn_cut_inside_a_token_is_cut_there_again_when_replayed(task, tmp_path):
+    cell = "Thought: Count them.\nAction:\n```python\nimport pandas as pd\nprint(len(pd.read_csv('sales.csv')))\n```"
+    script = [f"{cell}\nThat is all for now.", "Thought: Done.\nFormatted answer: 60"]
+    live = CachedModel(TokenModel(script, spec=SPEC), tmp_path / "live")
+    trajectory = run(live, task, dialect="jupiter")
+    kept = trajectory.turns[0].text
+    assert kept.startswith(cell) and cell != kept != trajectory.turns[0].raw  # past the action, inside a token
+    seeded = CachedModel(ReplayModel([], spec=SPEC), tmp_path / "seeded")
+    for messages, params, completion in recorded_calls(trajectory):
+        seeded.store(messages, params, [completion])
+    assert entries(tmp_path / "seeded") == entries(tmp_path / "live")
+    replayed = run(CachedModel(ReplayModel([], spec=SPEC), tmp_path / "seeded"), task, dialect="jupiter")
+    assert [(t.text, t.token_ids) for t in replayed.turns] == [(t.text, t.token_ids) for t in trajectory.turns]
 
 
 def test_a_changed_scaffold_reads_the_shared_start_and_asks_the_model_only_from_where_it_differs(task, tmp_path):

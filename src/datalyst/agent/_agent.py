@@ -443,13 +443,21 @@ def recorded_calls(trajectory: Trajectory) -> list[tuple[list[ChatMessage], Samp
     for turn, before in zip(trajectory.turns, [None, *trajectory.turns], strict=False):
         if turn.redraws or (before is not None and before.last_call):
             break
-        completion = Completion(
-            text=turn.raw, finish_reason=turn.finish_reason, prompt_tokens=turn.prompt_tokens,
-            completion_tokens=turn.completion_tokens, token_ids=turn.token_ids if turn.raw == turn.text else None,
-        )  # fmt: skip
-        calls.append((conversation[:at], turn_params(trajectory.sampling, trial, turn.index), completion))
+        calls.append((conversation[:at], turn_params(trajectory.sampling, trial, turn.index), _as_completed(turn)))
         at += 1 + (observation_message(dialect, turn) is not None)
     return calls
+
+
+def _as_completed(turn: Turn) -> Completion:
+    """The completion that wrote ``turn``, cut by :meth:`Agent.read` where it was cut then. A cut keeps whole
+    tokens, so the kept text may end past the action; the record keeps its length and token ids, not where each
+    token ends, so the offsets given mark only the kept text's end (and the completion's)."""
+    kept = len(turn.token_ids) if turn.token_ids else 1
+    ends = [0] * (kept - 1) + [len(turn.text)] + ([len(turn.raw)] if turn.raw != turn.text else [])
+    return Completion(
+        text=turn.raw, finish_reason=turn.finish_reason, prompt_tokens=turn.prompt_tokens,
+        completion_tokens=turn.completion_tokens, token_ids=turn.token_ids, offsets=ends,
+    )  # fmt: skip
 
 
 def _failed_repeat(state: AgentState, turn: Turn | Step) -> Turn | None:
