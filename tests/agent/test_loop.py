@@ -149,7 +149,7 @@ def test_trajectories_round_trip_and_export(task):
         task,
     )
     assert Trajectory.model_validate_json(trajectory.model_dump_json()) == trajectory
-    assert json.loads(trajectory.model_dump_json())["schema_version"] == 6
+    assert json.loads(trajectory.model_dump_json())["schema_version"] == 7
     [figure] = trajectory.turns[0].figures
     notebook = to_notebook(trajectory)
     nbformat.validate(notebook)

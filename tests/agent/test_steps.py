@@ -204,3 +204,61 @@ def test_a_last_turn_without_an_answer_ends_the_run_as_it_would_have(sales_task)
     assert trajectory.turns[1].last_call and trajectory.turns[2].code == "print(1)"
     assert trajectory.turns[2].result is None and trajectory.turns[2].observation is None  # not run
     assert to_messages(trajectory)[-1].role == "assistant"
+
+
+FORMATTED = "@best_region[region] where region is the name of the region with the highest total revenue."
+ANSWERS = {  # the first answer leaves out the part the format names; the second, begun for the model, gives it
+    "datamind": ("<think>It is West.</think>\n<answer>West</answer>", "@best_region[West]\n</answer>"),
+    "jupiter": ("Thought: It is West.\nFormatted answer: West", " @best_region[West]"),
+    "datarus": ("<stop_analysis><answer>West</answer></stop_analysis>", "@best_region[West]</answer></stop_analysis>"),
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(ANSWERS))
+def test_the_format_check_asks_once_again_for_an_answer_that_misses_a_part(sales_task, dialect):
+    task = sales_task.model_copy(update={"format": FORMATTED})
+    model = ReplayModel(list(ANSWERS[dialect]), per_turn=True)
+    trajectory = asyncio.run(Agent(model, AgentConfig(dialect=dialect, format_check=True)).arun(task))
+    first, second = trajectory.turns
+    assert first.answer == "West" and "it does not give @best_region[...]" in first.format_check
+    assert FORMATTED in first.format_check
+    assert trajectory.answer == "@best_region[West]" and trajectory.termination == Termination.ANSWER
+    *_, asked, begun = model.calls[-1][0]
+    assert asked.role == "user" and asked.content == first.format_check
+    assert begun.role == "assistant" and second.text.startswith(begun.content) and second.token_ids is None
+    assert [m.content for m in to_messages(trajectory)][-2:] == [first.format_check, second.text]
+    plain = asyncio.run(
+        Agent(ReplayModel(list(ANSWERS[dialect]), per_turn=True), AgentConfig(dialect=dialect)).arun(task)
+    )
+    assert plain.answer == "West" and len(plain.turns) == 1 and plain.turns[0].format_check is None
+
+
+def test_the_format_check_asks_only_once_and_an_empty_reply_keeps_the_first_answer(sales_task):
+    task = sales_task.model_copy(update={"format": FORMATTED})
+    config = AgentConfig(dialect="jupiter", format_check=True)
+    again = asyncio.run(Agent(ReplayModel(["Formatted answer: West", " still West"], per_turn=True), config).arun(task))
+    assert [turn.format_check is not None for turn in again.turns] == [True, False]
+    assert again.answer == "still West" and again.termination == Termination.ANSWER
+    empty = asyncio.run(Agent(ReplayModel(["Formatted answer: West", ""], per_turn=True), config).arun(task))
+    assert empty.answer == "West" and len(empty.turns) == 2
+
+
+def test_the_format_check_leaves_answers_that_fit_and_tasks_without_a_format_alone(sales_task):
+    config = AgentConfig(dialect="jupiter", format_check=True)
+    task = sales_task.model_copy(update={"format": FORMATTED})
+    fits = asyncio.run(Agent(ReplayModel(["Formatted answer: @best_region[West]"]), config).arun(task))
+    free = asyncio.run(Agent(ReplayModel(["Formatted answer: West"]), config).arun(sales_task))
+    assert [len(fits.turns), len(free.turns)] == [1, 1]
+    assert fits.answer == "@best_region[West]" and free.answer == "West"
+
+
+def test_a_last_call_answer_that_misses_a_part_is_checked_too(sales_task):
+    task = sales_task.model_copy(update={"format": FORMATTED})
+    code_turn = EAGER["jupiter"][0].split("Formatted answer")[0]
+    config = AgentConfig(dialect="jupiter", max_turns=1, last_call=True, format_check=True)
+    trajectory = asyncio.run(
+        Agent(ReplayModel([code_turn, " West", " @best_region[West]"], per_turn=True), config).arun(task)
+    )
+    assert [bool(t.last_call) for t in trajectory.turns] == [True, False, False]
+    assert [bool(t.format_check) for t in trajectory.turns] == [False, True, False]
+    assert trajectory.answer == "@best_region[West]" and trajectory.termination == Termination.ANSWER

@@ -11,12 +11,12 @@ from datalyst.judge import (
     DABenchReport,
     QuestionVerdict,
     dabench_dir,
-    extract_answers,
     is_correct,
     load_concepts,
     load_labels,
     score_responses,
 )
+from datalyst.tasks import extract_answers
 
 # ---------------------------------------------------------------- extraction
 

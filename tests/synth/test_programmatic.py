@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datalyst.judge import extract_answers
 from datalyst.sandbox import Sandbox
 from datalyst.synth import FileOptions, collect_files, make_template_tasks
-from datalyst.tasks import read_tasks
+from datalyst.tasks import extract_answers, read_tasks
 
 
 @pytest.fixture(scope="module")

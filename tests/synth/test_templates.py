@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from datalyst.judge import extract_answers
 from datalyst.sandbox import Sandbox
 from datalyst.synth import FileOptions, collect_files, read_source_files
 from datalyst.synth._roles import load_code, roles
 from datalyst.synth._templates import TEMPLATES, Draft
+from datalyst.tasks import extract_answers
 
 
 def sales(rows: int = 60) -> pd.DataFrame:

@@ -34,7 +34,7 @@ from datalyst.data import FileKind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
 from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
-from datalyst.tasks import Task
+from datalyst.tasks import Task, format_problems
 from datalyst.text import clip_middle
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,10 @@ class AgentConfig(BaseModel):
     last_call: bool = False
     """When the turn budget or the failing-cell limit would end a run without an answer, tell the model and ask once
     more for its best answer (one more turn; code in it is not run)."""
+    format_check: bool = False
+    """When an answer misses a part the task's answer format names, or gives a number with more decimal places than
+    it allows (:func:`datalyst.tasks.format_problems`), say what is off and ask once for the answer again (one
+    more turn, begun with the answer keyword; an empty reply keeps the first answer)."""
     preload: bool = False
     """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
     reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
@@ -355,6 +359,9 @@ class Agent:
         ending = self._ending(state, turn, errors_in_a_row)
         if ending is not None and self.config.last_call and state.last_call is None:
             turn.last_call = self.dialect.last_call()
+        if turn.kind == ActionKind.ANSWER and (problems := self._format_problems(state, turn)):
+            turn.format_check = self.dialect.format_check(problems, state.trajectory.task.format)
+            ending = Termination.ANSWER  # the run's end if the next turn gives no answer
         messages = [*state.messages, ChatMessage(role=Role.ASSISTANT, content=turn.text)]
         if (reply := observation_message(self.dialect, turn)) is not None:
             messages.append(ChatMessage(role=Role.USER, content=reply))
@@ -364,14 +371,20 @@ class Agent:
             trajectory=trajectory,
             messages=tuple(messages),
             errors_in_a_row=errors_in_a_row,
-            last_call=ending if turn.last_call else None,
+            last_call=ending if turn.last_call or turn.format_check else None,
         )
         if turn.kind == ActionKind.ANSWER:
-            trajectory.answer = turn.answer
-            return _ended(new, Termination.ANSWER)
+            trajectory.answer = turn.answer or trajectory.answer
+            return new if turn.format_check else _ended(new, Termination.ANSWER)
         if state.last_call is not None:
             return _ended(new, state.last_call)
         return new if ending is None or turn.last_call else _ended(new, ending)
+
+    def _format_problems(self, state: AgentState, answer: Turn) -> list[str]:
+        """What keeps ``answer`` from fitting the task's format, when ``format_check`` asks and no check was made."""
+        if not self.config.format_check or any(turn.format_check for turn in state.turns):
+            return []
+        return format_problems(state.trajectory.task.format, answer.answer or "")
 
     def _ending(self, state: AgentState, turn: Turn, errors_in_a_row: int) -> Termination | None:
         """How the run ends after ``turn`` when it gives no answer, or None while it goes on."""
@@ -441,7 +454,7 @@ def recorded_calls(trajectory: Trajectory) -> list[tuple[list[ChatMessage], Samp
     conversation = [ChatMessage(role=m.role, content=m.content) for m in to_messages(trajectory)]
     calls, at = [], 2 + len(trajectory.earlier)  # the system prompt, any earlier conversation, the question
     for turn, before in zip(trajectory.turns, [None, *trajectory.turns], strict=False):
-        if turn.redraws or (before is not None and before.last_call):
+        if turn.redraws or (before is not None and (before.last_call or before.format_check)):
             break
         calls.append((conversation[:at], turn_params(trajectory.sampling, trial, turn.index), _as_completed(turn)))
         at += 1 + (observation_message(dialect, turn) is not None)

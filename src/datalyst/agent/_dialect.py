@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol
 
@@ -93,4 +94,9 @@ class Dialect(Protocol):
 
     def last_call(self) -> str:
         """What the agent says after the last observation when no turn is left: answer now, no more code."""
+        ...
+
+    def format_check(self, problems: Sequence[str], answer_format: str) -> str:
+        """What the agent says after an answer that does not fit ``answer_format``: its ``problems``, and answer
+        again."""
         ...

@@ -20,7 +20,7 @@ turn back with the tolerant helpers of `_parsing`. The reading rules every diale
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jinja2
@@ -115,6 +115,12 @@ class _PromptedDialect:
         if "last_call" not in templates:
             raise ConfigError(f"the {self.name} dialect has no last call: its answer is its code")
         return templates["last_call"].render().strip()
+
+    def format_check(self, problems: Sequence[str], answer_format: str) -> str:
+        templates = _templates(self.name)
+        if "format_check" not in templates:
+            raise ConfigError(f"the {self.name} dialect has no answer format to check: its answer is its code")
+        return templates["format_check"].render(problems=problems, answer_format=answer_format).strip()
 
     def observation(self, text: str) -> str:
         raise NotImplementedError

@@ -28,7 +28,9 @@ class TrainingMessage(BaseModel):
 
 
 def observation_message(dialect: Dialect, turn: Turn) -> str | None:
-    """The message the environment sends after ``turn`` (None after an answer)."""
+    """The message the environment sends after ``turn`` (None after an answer taken as final)."""
+    if turn.format_check is not None:
+        return turn.format_check
     if turn.observation is None:
         return None
     reply = turn.observation if turn.kind == ActionKind.VOID else dialect.observation(turn.observation)

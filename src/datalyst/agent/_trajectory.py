@@ -18,9 +18,10 @@ from datalyst.llm import ChatMessage, SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``;
-4 added ``Trajectory.guidance``; 5 added ``Trajectory.earlier``; 6 added ``Turn.last_call`` and ``Turn.redraws``."""
+4 added ``Trajectory.guidance``; 5 added ``Trajectory.earlier``; 6 added ``Turn.last_call`` and ``Turn.redraws``;
+7 added ``Turn.format_check``."""
 
 
 def trajectory_id(task_id: str, trial: int) -> str:
@@ -62,6 +63,8 @@ class Turn(BaseModel):
     """The text the agent was shown (before the dialect wraps it)."""
     last_call: str | None = None
     """After the observation, in the same message: the agent's call for an answer when no turn is left."""
+    format_check: str | None = None
+    """After an answer that did not fit the task's answer format: what was off, and the call to answer again."""
     result: ExecResult | None = None
     figures: dict[str, str] = {}
     """PNG figures the cell saved: file name -> base64 (for notebooks and HTML pages)."""

@@ -107,6 +107,9 @@ def run_command(
     last_call: Annotated[
         bool, typer.Option(help="When no turn is left, or too many cells failed, ask once more for the best answer.")
     ] = False,
+    format_check: Annotated[
+        bool, typer.Option(help="When an answer misses a part of the task's answer format, say so and ask once again.")
+    ] = False,
     max_observation_chars: Annotated[
         int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
     ] = AgentConfig().max_observation_chars,
@@ -172,6 +175,7 @@ def run_command(
                 max_file_info_chars=max_file_info_chars,
                 short_tracebacks=short_tracebacks,
                 last_call=last_call,
+                format_check=format_check,
                 column_hints=column_hints,
                 require_isolation=not allow_unisolated,
             ),

@@ -26,9 +26,8 @@ from datalyst.curate._mistakes import MISSING_IMPORT, MISTAKES, WRONG_FILE, Cell
 from datalyst.curate._solution import bound_names_of, compute_cells, split_solution
 from datalyst.curate._thoughts import ThoughtWriter
 from datalyst.errors import ConfigError
-from datalyst.judge import extract_answers
 from datalyst.llm import ChatMessage, Completion, SamplingParams
-from datalyst.tasks import Task
+from datalyst.tasks import Task, extract_answers
 
 EXPERT_SPEC = "expert"
 """What ``Trajectory.model`` (and the rollout manifest) reads for the expert's trajectories."""

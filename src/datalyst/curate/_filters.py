@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from datalyst.agent import ActionKind, Termination, Trajectory, Turn, get_dialect
 from datalyst.curate._records import KEEP, Verdict
-from datalyst.judge import ANSWER_PATTERN, extract_answers, extract_sql
-from datalyst.tasks import Task
+from datalyst.judge import extract_sql
+from datalyst.tasks import ANSWER_PATTERN, Task, extract_answers
 
 NO_ANSWER = "no_answer"
 VOID_TURN = "void_turn"

@@ -19,8 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from datalyst.agent import Trajectory
 from datalyst.curate._judge import GROUND_TRUTH, GroupVerdict
-from datalyst.judge import extract_answers
-from datalyst.tasks import Task
+from datalyst.tasks import Task, extract_answers
 
 SELECT_REASONS = ("not_judged", "wrong_answer", "inconsistent", "not_chosen")
 

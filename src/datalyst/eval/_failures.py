@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from datalyst.agent import ActionKind, Termination, Trajectory
 from datalyst.eval._verdicts import Verdict
-from datalyst.judge import extract_answers
+from datalyst.tasks import extract_answers
 
 KINDS = (
     "failed",

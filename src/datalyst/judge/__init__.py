@@ -5,10 +5,8 @@ for free-form answers and an LLM judge, all behind one protocol (:class:`Judge`,
 
 from datalyst.judge._agreement import answers_agree, majority_answer
 from datalyst.judge._dabench import (
-    ANSWER_PATTERN,
     DABenchReport,
     QuestionVerdict,
-    extract_answers,
     is_correct,
     judge_sub_answers,
     load_concepts,
@@ -64,7 +62,6 @@ from datalyst.judge._tablebench import (
 from datalyst.paths import dabench_dir
 
 __all__ = [
-    "ANSWER_PATTERN",
     "REFORMAT_SAMPLING",
     "REL_TOL",
     "TABLEBENCH_SUBTYPE_METRICS",
@@ -96,7 +93,6 @@ __all__ = [
     "csv_match",
     "dabench_dir",
     "execution_match",
-    "extract_answers",
     "extract_sql",
     "first_failing",
     "gold_rows",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from datalyst.judge._dabench import extract_answers
 from datalyst.judge._rule import rule_match
+from datalyst.tasks import extract_answers
 
 
 def answers_agree(first: str, second: str) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import DataFileError
 from datalyst.jsonl import read_records
+from datalyst.tasks import extract_answers
 
-ANSWER_PATTERN = re.compile(r"@(\w+)\[(.*?)\]")
 FLOAT_TOLERANCE = 1e-6
 DIGITS = 4
 
@@ -72,11 +71,6 @@ class DABenchReport(BaseModel):
     by_concept_count: dict[int, float]
     """Number of concepts -> accuracy by question over the scored questions with that many."""
     verdicts: list[QuestionVerdict]
-
-
-def extract_answers(response: str) -> dict[str, str]:
-    """Every ``@name[value]`` in ``response``; a repeated name keeps its last value."""
-    return dict(ANSWER_PATTERN.findall(response))
 
 
 def judge_sub_answers(response: str | None, expected: Mapping[str, str]) -> dict[str, bool]:

@@ -10,10 +10,9 @@ right value written as ``@57`` or a bare ``-0.83`` still counts. The three messa
 from __future__ import annotations
 
 from datalyst.errors import ModelResponseError
-from datalyst.judge._dabench import extract_answers
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.prompts import prompt_templates
-from datalyst.tasks import Task
+from datalyst.tasks import Task, extract_answers
 
 REFORMAT_SAMPLING = SamplingParams(temperature=0.0, max_tokens=256)
 

@@ -27,7 +27,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.data import DataFileError
-from datalyst.judge import extract_answers
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.prompts import prompt_templates
 from datalyst.sandbox import Limits, Sandbox
@@ -46,7 +45,7 @@ from datalyst.synth._notebooks import (
 )
 from datalyst.synth._stage import TaskSummary, run_units
 from datalyst.synth._verify import NUMBER
-from datalyst.tasks import Lineage, Task
+from datalyst.tasks import Lineage, Task, extract_answers
 from datalyst.text import clip_middle
 
 GENERATOR_VERSION = 5

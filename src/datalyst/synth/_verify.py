@@ -12,9 +12,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from datalyst.judge import extract_answers
 from datalyst.sandbox import Sandbox
 from datalyst.synth._templates import Draft
+from datalyst.tasks import extract_answers
 
 MAX_ANSWERS = 5
 CHECKS = (
