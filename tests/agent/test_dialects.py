@@ -201,6 +201,11 @@ JUPITER = [
     # answer and code: the first one wins
     ("Thought: t\nFormatted answer: @a[1]\nAction:\n```python\nprint(1)\n```", answer("@a[1]", "t")),
     ("Thought: t\nAction:\n```python\nprint(1)\n```\nFormatted answer: @a[1]", code(thought="t")),
+    # an answer written as a cell's only line (comments aside) is an answer; a line among code is code
+    ("Thought: t\nAction:\n```python\nFormatted answer: No\n```", answer("No", "t")),
+    ("Thought: t\nAction:\n```python\nformatted_answer: @s[Not Normal]\n```", answer("@s[Not Normal]", "t")),
+    ("Action:\n```python\n# the answer\nFinal Answer: @a[1]\n```", answer("@a[1]")),
+    ("Action:\n```python\nx = 1\nFormatted answer: @a[1]\n```", code("x = 1\nFormatted answer: @a[1]")),
     # the turn ends at Observation: opening a line, not at the word inside a sentence
     ("Thought: t\nAction:\n```python\nprint(1)\n```\nObservation: 1\nFormatted answer: @a[1]", code(thought="t")),
     (

@@ -201,6 +201,10 @@ _INLINE_LABEL = re.compile(
 """A keyword repeated right after ``Formatted answer:`` (``Formatted answer: Thought: ...``): not part of the answer."""
 
 
+_ANSWER_CELL = re.compile(r"(?:formatted|final)[ _]answer[ \t]*:[ \t]*(\S.*)", re.IGNORECASE)
+"""A cell's only line when the model wrote its answer as code."""
+
+
 class JupiterDialect(_PromptedDialect):
     """``Thought:``, ``Action:`` with one ```python block, ``Observation:``, ``Formatted answer:``.
 
@@ -235,6 +239,8 @@ class JupiterDialect(_PromptedDialect):
             fence = fences[0]
             before = [label.start() for label in actions if label.end() <= fence.start]
             code = _Action(before[-1] if before else fence.start, fence.code, fence.end)
+        if code is not None and (said := _answer_cell(code.text)) and (answer is None or answer.start > code.start):
+            answer, code = _Action(code.start, said, code.end), None
         stop = _action_start(answer, code, len(text))
         thoughts = [
             text[label.end() : min(end, stop)].strip()
@@ -254,6 +260,14 @@ class JupiterDialect(_PromptedDialect):
 
     def observation(self, text: str) -> str:
         return "Observation: " + text.strip("\n")
+
+
+def _answer_cell(code: str) -> str | None:
+    """The answer of a cell that holds nothing but an answer line (``Formatted answer: No``, ``formatted_answer:
+    @x[1]``, comments aside): small models sometimes write the answer as code, where it cannot run."""
+    lines = [line.strip() for line in code.splitlines() if line.strip() and not line.strip().startswith("#")]
+    match = _ANSWER_CELL.fullmatch(lines[0]) if len(lines) == 1 else None
+    return match.group(1).strip() if match else None
 
 
 def _paragraph(text: str, start: int, stop: int) -> tuple[str, int]:
