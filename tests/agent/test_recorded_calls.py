@@ -104,6 +104,6 @@ def test_calls_the_record_cannot_tell_end_the_rebuilt_list(task, tmp_path):
 
     # an answer that misses a part of the format is asked for again, the turn begun for the model: not kept either
     formatted = task.model_copy(update={"format": "@rows[n] where n is the number of rows"})
-    checked = run(ReplayModel([ANSWER, "@rows[60]</answer>"], spec=SPEC), formatted, format_check=True)
+    checked = run(ReplayModel([ANSWER, "60]</answer>"], spec=SPEC), formatted, format_check=True)
     assert checked.turns[0].format_check and checked.answer == "@rows[60]"
     assert len(recorded_calls(checked)) == 1

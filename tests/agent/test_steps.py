@@ -207,10 +207,10 @@ def test_a_last_turn_without_an_answer_ends_the_run_as_it_would_have(sales_task)
 
 
 FORMATTED = "@best_region[region] where region is the name of the region with the highest total revenue."
-ANSWERS = {  # the first answer leaves out the part the format names; the second, begun for the model, gives it
-    "datamind": ("<think>It is West.</think>\n<answer>West</answer>", "@best_region[West]\n</answer>"),
-    "jupiter": ("Thought: It is West.\nFormatted answer: West", " @best_region[West]"),
-    "datarus": ("<stop_analysis><answer>West</answer></stop_analysis>", "@best_region[West]</answer></stop_analysis>"),
+ANSWERS = {  # the first answer gives none of the format's parts; the second is begun with the first part's name
+    "datamind": ("<think>It is West.</think>\n<answer>West</answer>", "West]\n</answer>"),
+    "jupiter": ("Thought: It is West.\nFormatted answer: West", "West]"),
+    "datarus": ("<stop_analysis><answer>West</answer></stop_analysis>", "West]</answer></stop_analysis>"),
 }
 
 
@@ -225,7 +225,8 @@ def test_the_format_check_asks_once_again_for_an_answer_that_misses_a_part(sales
     assert trajectory.answer == "@best_region[West]" and trajectory.termination == Termination.ANSWER
     *_, asked, begun = model.calls[-1][0]
     assert asked.role == "user" and asked.content == first.format_check
-    assert begun.role == "assistant" and second.text.startswith(begun.content) and second.token_ids is None
+    assert begun.role == "assistant" and begun.content.endswith("@best_region[")
+    assert second.text.startswith(begun.content) and second.token_ids is None
     assert [m.content for m in to_messages(trajectory)][-2:] == [first.format_check, second.text]
     plain = asyncio.run(
         Agent(ReplayModel(list(ANSWERS[dialect]), per_turn=True), AgentConfig(dialect=dialect)).arun(task)
@@ -234,13 +235,15 @@ def test_the_format_check_asks_once_again_for_an_answer_that_misses_a_part(sales
 
 
 def test_the_format_check_asks_only_once_and_an_empty_reply_keeps_the_first_answer(sales_task):
-    task = sales_task.model_copy(update={"format": FORMATTED})
+    task = sales_task.model_copy(update={"format": "@region[name] @revenue[total, rounded to two decimal places]"})
     config = AgentConfig(dialect="jupiter", format_check=True)
-    again = asyncio.run(Agent(ReplayModel(["Formatted answer: West", " still West"], per_turn=True), config).arun(task))
+    model = ReplayModel(["Formatted answer: @region[West]", " @region[West] @revenue[1.2345]"], per_turn=True)
+    again = asyncio.run(Agent(model, config).arun(task))
+    assert model.calls[-1][0][-1].content == "Formatted answer:"  # a part was given: no name is begun
     assert [turn.format_check is not None for turn in again.turns] == [True, False]
-    assert again.answer == "still West" and again.termination == Termination.ANSWER
-    empty = asyncio.run(Agent(ReplayModel(["Formatted answer: West", ""], per_turn=True), config).arun(task))
-    assert empty.answer == "West" and len(empty.turns) == 2
+    assert again.answer == "@region[West] @revenue[1.2345]" and again.termination == Termination.ANSWER
+    empty = asyncio.run(Agent(ReplayModel(["Formatted answer: @region[West]", ""], per_turn=True), config).arun(task))
+    assert empty.answer == "@region[West]" and len(empty.turns) == 2
 
 
 def test_the_format_check_leaves_answers_that_fit_and_tasks_without_a_format_alone(sales_task):
@@ -257,7 +260,7 @@ def test_a_last_call_answer_that_misses_a_part_is_checked_too(sales_task):
     code_turn = EAGER["jupiter"][0].split("Formatted answer")[0]
     config = AgentConfig(dialect="jupiter", max_turns=1, last_call=True, format_check=True)
     trajectory = asyncio.run(
-        Agent(ReplayModel([code_turn, " West", " @best_region[West]"], per_turn=True), config).arun(task)
+        Agent(ReplayModel([code_turn, " West", "West]"], per_turn=True), config).arun(task)
     )
     assert [bool(t.last_call) for t in trajectory.turns] == [True, False, False]
     assert [bool(t.format_check) for t in trajectory.turns] == [False, True, False]

@@ -34,7 +34,7 @@ from datalyst.data import FileKind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
 from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
-from datalyst.tasks import Task, format_problems
+from datalyst.tasks import Task, extract_answers, format_problems
 from datalyst.text import clip_middle
 
 log = logging.getLogger(__name__)
@@ -293,18 +293,28 @@ class Agent:
 
         A seeded configuration gives every trial and turn its own seed, so trials differ yet replay exactly;
         ``redraw`` k > 0 draws the turn again with a seed of its own, at ``REDRAW_TEMPERATURE`` at least.
-        After the last call the turn is begun for the model with the dialect's ``answer_start``, so it answers:
-        those turns' text holds it, and no token ids (the model did not write them all).
+        After the last call or a format check the turn is begun for the model (:meth:`begun`), so it answers: those
+        turns' text holds that start, and no token ids (the model did not write them all).
         """
         params = turn_params(
             self.sampling, state.trajectory.trial, len(state.turns), n=n, logprobs=logprobs, redraw=redraw
         )
         if state.last_call is None:
             return await self.model.agenerate(list(state.messages), params)
-        begun = ChatMessage(role=Role.ASSISTANT, content=self.dialect.answer_start)
+        begun = ChatMessage(role=Role.ASSISTANT, content=self.begun(state))
         completions = await self.model.agenerate([*state.messages, begun], params)
         unknown = {"token_ids": None, "offsets": None, "logprobs": None}
         return [c.model_copy(update={"text": begun.content + c.text, **unknown}) for c in completions]
+
+    def begun(self, state: AgentState) -> str:
+        """How the agent begins a turn it asks an answer of: the dialect's ``answer_start``, and after a format check
+        of an answer that gave none of the format's parts, the first part's name (``Formatted answer: @mean[``)."""
+        last = state.turns[-1] if state.turns else None
+        asked = list(extract_answers(state.trajectory.task.format)) if last and last.format_check else []
+        if not asked or set(extract_answers(last.answer or "")) & set(asked):
+            return self.dialect.answer_start
+        space = "" if self.dialect.answer_start[-1:].isspace() or self.dialect.answer_start.endswith(">") else " "
+        return f"{self.dialect.answer_start}{space}@{asked[0]}["
 
     def read(self, completion: Completion) -> tuple[Completion, Step]:
         """``completion`` kept up to its first action, and the step it takes."""
