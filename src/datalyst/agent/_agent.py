@@ -97,7 +97,7 @@ class AgentConfig(BaseModel):
     """Refuse to run code the sandbox cannot fully isolate; False runs it degraded, with a warning."""
 
 
-ANALYST_OPTIONS: dict[str, Any] = {"last_call": True}
+ANALYST_OPTIONS: dict[str, Any] = {"last_call": True, "format_check": True}
 """The scaffold options that raised pass@1 on DABench's dev split (docs/RESULTS.md, the scaffold measured one
 change at a time), turned on for the agent analysts talk to (:func:`analyst_config`)."""
 
