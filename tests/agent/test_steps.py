@@ -259,9 +259,7 @@ def test_a_last_call_answer_that_misses_a_part_is_checked_too(sales_task):
     task = sales_task.model_copy(update={"format": FORMATTED})
     code_turn = EAGER["jupiter"][0].split("Formatted answer")[0]
     config = AgentConfig(dialect="jupiter", max_turns=1, last_call=True, format_check=True)
-    trajectory = asyncio.run(
-        Agent(ReplayModel([code_turn, " West", "West]"], per_turn=True), config).arun(task)
-    )
+    trajectory = asyncio.run(Agent(ReplayModel([code_turn, " West", "West]"], per_turn=True), config).arun(task))
     assert [bool(t.last_call) for t in trajectory.turns] == [True, False, False]
     assert [bool(t.format_check) for t in trajectory.turns] == [False, True, False]
     assert trajectory.answer == "@best_region[West]" and trajectory.termination == Termination.ANSWER

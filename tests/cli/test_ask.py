@@ -119,6 +119,15 @@ def test_ask_with_a_real_model_names_the_cpu_library_that_ran_it(datalyst, examp
     assert "tokens generated" in footer and "· llama.cpp CPU library " in footer, done.stdout
 
 
+def test_a_long_line_of_code_wraps_inside_its_panel_and_is_never_cut(datalyst, replay_spec, examples_dir):
+    line = "best = max(totals, key=totals.get) if totals else None  # the region with the most revenue, at_the_end"
+    cell = f"<code>\n```python\ntotals = {{'West': 4961.88}}\n{line}\n```\n</code>"
+    script = replay_spec([cell, "<answer>West</answer>"], per_turn=True)
+    done = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", script)
+    assert done.returncode == 0, done.stderr
+    assert "at_the_end" in done.stdout and "Traceback" not in done.stdout
+
+
 def test_a_long_answer_wraps_inside_its_panel_and_is_never_cut(datalyst, replay_spec, examples_dir):
     long = "The region with the highest total revenue is West, with 4961.88 in all, ahead of East at 3120.55."
     done = datalyst(

@@ -129,7 +129,9 @@ def _show(turn: Turn) -> Group | Text | Panel:
     if turn.thought:
         parts.append(Text(turn.thought, style="italic"))
     if turn.kind == ActionKind.CODE:
-        parts.append(Panel(Syntax(turn.code or "", "python", theme="ansi_dark"), title=f"cell {turn.index + 1}"))
+        parts.append(
+            Panel(Syntax(turn.code or "", "python", theme="ansi_dark", word_wrap=True), title=f"cell {turn.index + 1}")
+        )
         style = "red" if turn.result is not None and not turn.result.ok else "dim"
         parts.append(Panel(Text(turn.observation or "", style=style), title="output", title_align="left"))
     elif turn.kind == ActionKind.ANSWER:
