@@ -160,7 +160,8 @@ class AgentState:
     sandbox: PendingSandbox
     errors_in_a_row: int = 0
     last_call: Termination | None = None
-    """Set when the model was asked for its answer with no turn left: how the run ends if it gives none."""
+    """Set when the model was asked for its answer (the last call, or a format check): the next turn is begun for it
+    (:meth:`Agent.begun`), and this is how the run ends if that turn gives no answer."""
     done: bool = False
     started: float = dataclasses.field(default_factory=time.monotonic)
 

@@ -25,12 +25,14 @@ def format_problems(answer_format: str, answer: str) -> list[str]:
         return []
     given = extract_answers(answer)
     problems = [f"it does not give @{name}[...]" for name in asked if name not in given]
-    allowed = [int(n) if n.isdigit() else _WORDS[n.lower()] for n in _DECIMALS.findall(answer_format)]
+    most = max((int(n) if n.isdigit() else _WORDS[n.lower()] for n in _DECIMALS.findall(answer_format)), default=None)
+    if most is None:
+        return problems
     for name, value in given.items():
-        if name not in asked or not allowed or not (number := _NUMBER.match(value.strip())) or not value.strip():
+        if name not in asked or not value.strip() or not (number := _NUMBER.match(value.strip())):
             continue
         if "e" in value.lower():
             problems.append(f"@{name}[{value}] is in scientific notation; write it as a decimal number")
-        elif len(number.group(2)) > max(allowed):
+        elif len(number.group(2)) > most:
             problems.append(f"@{name}[{value}] has more decimal places than the format asks for")
     return problems
