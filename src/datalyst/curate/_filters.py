@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datalyst.agent import ActionKind, Termination, Trajectory, Turn, get_dialect
 from datalyst.curate._records import KEEP, Verdict
 from datalyst.judge import extract_sql
-from datalyst.tasks import ANSWER_PATTERN, Task, extract_answers
+from datalyst.tasks import Task, extract_answers
 
 NO_ANSWER = "no_answer"
 VOID_TURN = "void_turn"
@@ -57,7 +57,7 @@ def answer_format_problem(task: Task, answer: str) -> str | None:
     placeholder (unless the gold answer is that very text); a SQL task needs a query; any other
     task a non-blank answer.
     """
-    placeholders = dict(ANSWER_PATTERN.findall(task.format))
+    placeholders = extract_answers(task.format)
     if placeholders:
         given = extract_answers(answer)
         gold = task.answer if isinstance(task.answer, dict) else {}

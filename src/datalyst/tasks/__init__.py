@@ -1,6 +1,6 @@
 """Tasks: the shared record of a question about data files (or a program to write), loaders, subsets, splits."""
 
-from datalyst.tasks._answers import ANSWER_PATTERN, extract_answers, format_problems
+from datalyst.tasks._answers import extract_answers, format_problems
 from datalyst.tasks._bird import SQL_ANSWER_FORMAT, load_bird
 from datalyst.tasks._dabench import load_dabench
 from datalyst.tasks._humaneval import load_humaneval
@@ -10,7 +10,6 @@ from datalyst.tasks._tablebench import TABLEBENCH_FORMAT, load_tablebench, table
 from datalyst.tasks._task import SCHEMA_VERSION, Case, JudgeName, Lineage, Task
 
 __all__ = [
-    "ANSWER_PATTERN",
     "DEV_SUBSETS",
     "SCHEMA_VERSION",
     "SQL_ANSWER_FORMAT",
