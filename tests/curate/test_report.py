@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from datalyst.curate import build_report, filter_run, write_report
+from datalyst.agent import ActionKind, Turn
+from datalyst.curate import build_report, filter_run, render_markdown, write_report
+from datalyst.sandbox import ExecResult
 
 
 def test_the_report_counts_every_stage_and_shows_kept_and_dropped_examples(judged_run):
@@ -30,3 +32,20 @@ def test_the_report_counts_every_stage_and_shows_kept_and_dropped_examples(judge
     assert all((index.parent / name).stat().st_size > 1000 for name in ("funnel.png", "mix.png", "lengths.png"))
     assert json.loads((index.parent / "report.json").read_text())["kept"] == 6
     assert "| select | 7 | wrong_answer 1 |" in (index.parent / "report.md").read_text()
+
+
+def test_the_report_counts_what_making_the_trajectories_cost_and_the_kept_ones_that_recovered(judged_run):
+    run = judged_run()
+    failing = Turn(index=0, raw="x", text="<code>1/0</code>", kind=ActionKind.CODE, code="1/0",
+                   result=ExecResult(timed_out=True), completion_tokens=30, prompt_tokens=100)  # fmt: skip
+    trajectories = run.trajectories()
+    second = trajectories[1]  # t#1: right, and kept
+    trajectories[1] = second.model_copy(update={"turns": [failing, *second.turns], "duration_s": 12.0})
+    run.samples.write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
+    filter_run(run, [])
+    report = build_report(run)
+    assert report.kept == 6 and report.recovered == 1
+    assert report.spent.model_dump() == {
+        "completion_tokens": 30, "prompt_tokens": 100, "cells": 1, "seconds": 12.0,
+        "per_kept": {"completion_tokens": 5.0, "prompt_tokens": 16.7, "cells": 0.2, "seconds": 2.0}}  # fmt: skip
+    assert "1 of the 6 kept reached their answer after a failing cell" in render_markdown(report)

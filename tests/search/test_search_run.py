@@ -6,7 +6,7 @@ from tree_helpers import hand_built
 
 from datalyst.agent import Agent, AgentConfig
 from datalyst.errors import ConfigError
-from datalyst.search import MCTSConfig, Tree, search_tasks, tree_path, tree_trajectory
+from datalyst.search import MCTSConfig, Tree, answer_paths, search_tasks, tree_path, tree_trajectory
 from datalyst.tasks import Task
 
 CONFIG = MCTSConfig(simulations=3, expansions=2)
@@ -60,3 +60,13 @@ def test_a_search_without_answers_gives_the_path_to_its_best_state():
     tree.nodes = [node.model_copy(update={"ending": None}) if node.answer else node for node in tree.nodes]
     trajectory = tree_trajectory(tree)
     assert trajectory.answer is None and trajectory.turns[-1].text == "Answer: @mean[3.2] @max[9]"
+
+
+def test_every_answered_path_is_a_trajectory_numbered_by_its_tree_and_node():
+    tree = hand_built()
+    tree.root = tree.root.model_copy(update={"id": "t1#2", "trial": 2})
+    paths = answer_paths(tree)
+    assert [(path.id, path.trial, path.answer) for path in paths] == [
+        ("t1#2003", 2003, "@mean[3.2] @max[9]"), ("t1#2005", 2005, "@mean[3.2] @max[7]")]  # fmt: skip
+    assert [turn.text for turn in paths[1].turns] == ["Action: b", "Answer: @mean[3.2] @max[7]"]
+    assert all(path.termination == "answer" for path in paths)

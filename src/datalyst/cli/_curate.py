@@ -56,6 +56,7 @@ from datalyst.errors import ConfigError
 from datalyst.llm import SamplingParams, load_tokenizer, resolve_spec
 from datalyst.paths import benchmarks_dir
 from datalyst.provenance import write_manifest
+from datalyst.search import Cost, Tree, answer_paths
 from datalyst.tasks import Task, read_tasks
 
 curate_app = typer.Typer(help="Sample, judge, filter and export training trajectories.", no_args_is_help=True)
@@ -183,6 +184,41 @@ def expert_command(
     console.print(f"wrote {summary.written} trajectories ({ends or 'none'}), {summary.skipped} done before")
 
 
+@curate_app.command("trees")
+def trees_command(
+    trees: Annotated[
+        list[Path], typer.Argument(help="Folders of trees from `datalyst search run`.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="Run folder; running again adds the paths of trees finished since.")],
+) -> None:
+    """Take every answered path of finished search trees as a trajectory (JUPITER's collection), to judge, filter
+    and export like samples: all the paths of one task are one group."""
+    files = sorted(file for folder in trees for file in folder.glob("*.json"))
+    if not files:
+        raise ConfigError(f"{', '.join(map(str, trees))}: no trees; make them with `datalyst search run --collect`")
+    loaded = [Tree.load(file) for file in files]
+    finished = [tree for tree in loaded if tree.finished]
+    if not finished:
+        raise ConfigError(f"none of the {len(loaded)} trees is finished yet; finish them with `datalyst search run`")
+    setups = {(tree.root.model, tree.root.dialect) for tree in finished}
+    if len(setups) > 1:
+        raise ConfigError(f"trees of {len(setups)} setups ({', '.join(sorted(' '.join(s) for s in setups))}): give "
+                          "the trees of one model and dialect")  # fmt: skip
+    first = finished[0].root
+    agent = AgentConfig(dialect=first.dialect, sampling=first.sampling.model_copy(update={"seed": None}))  # per tree
+    config = RunConfig(source="search", tasks=[str(folder.resolve()) for folder in trees], model=first.model,
+                       agent=agent, n=None)  # fmt: skip
+    folder = RunFolder(out)
+    folder.start(config)
+    added = folder.add(path for tree in finished for path in answer_paths(tree))
+    cost = {field: sum(getattr(tree.cost, field) for tree in finished) for field in Cost.model_fields}
+    write_manifest(folder.samples, trees=len(finished), unfinished=len(loaded) - len(finished), cost=cost)
+    console.print(
+        f"{added} answered paths added from {len(finished)} finished trees"
+        + (f" ({len(loaded) - len(finished)} still searching)" if len(loaded) > len(finished) else "")
+    )
+
+
 @curate_app.command("judge")
 def judge_command(
     run: Run,
@@ -204,8 +240,8 @@ def judge_command(
     config = folder.config()
     if reflect < 0:
         raise ConfigError(f"--reflect {reflect}: use 0 or more rounds")
-    if config.source == "expert" and reflect:
-        reflect = 0  # the expert's tasks are verified, and it has no model to reflect with
+    if config.source in ("expert", "search") and reflect:
+        reflect = 0  # the expert has no model to reflect with, and search paths have no rounds to sample again
     sampler = model or config.model
 
     async def go() -> JudgeSummary:

@@ -163,8 +163,8 @@ async def judge_run(
                 sink.flush()
                 done[verdict.id] = verdict
         failed = [group for group in groups if not done[f"{group[0].task.id}@{current}"].passed]
-        if current == rounds or model is None or not failed:
-            break
+        if current == rounds or model is None or config.n is None or not failed:
+            break  # a run without N (search paths) has no round to sample again
         await _reflect(run, config, model, failed, done, current, concurrency=concurrency, progress=progress)
         trajectories = run.trajectories()  # with the reflections just written
     summary = _summary(list(done.values()), trajectories, config.n)
@@ -198,17 +198,18 @@ async def _reflect(
     )
 
 
-def _groups(trajectories: Sequence[Trajectory], n: int, round: int) -> tuple[list[list[Trajectory]], int]:
-    """The complete groups of ``round`` (all ``n`` trajectories there), and how many are incomplete."""
+def _groups(trajectories: Sequence[Trajectory], n: int | None, round: int) -> tuple[list[list[Trajectory]], int]:
+    """The complete groups of ``round`` (all ``n`` trajectories there; any number without ``n``), and how many are
+    incomplete."""
     by_task: defaultdict[str, list[Trajectory]] = defaultdict(list)
     for trajectory in trajectories:
         if round_of(trajectory, n) == round:
             by_task[trajectory.task.id].append(trajectory)
-    complete = [sorted(group, key=lambda t: t.trial) for group in by_task.values() if len(group) == n]
+    complete = [sorted(group, key=lambda t: t.trial) for group in by_task.values() if n is None or len(group) == n]
     return complete, len(by_task) - len(complete)
 
 
-def _summary(verdicts: list[GroupVerdict], trajectories: list[Trajectory], n: int) -> JudgeSummary:
+def _summary(verdicts: list[GroupVerdict], trajectories: list[Trajectory], n: int | None) -> JudgeSummary:
     passed, failed = Counter[int](), Counter[int]()
     outcome: dict[str, bool] = {}
     method: dict[str, str] = {}

@@ -48,6 +48,18 @@ class Spread(BaseModel):
                    p90=ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], max=ordered[-1])  # fmt: skip
 
 
+class Spent(BaseModel):
+    """What making a run's trajectories cost (every one made, kept or not), and that divided by those kept."""
+
+    completion_tokens: int
+    prompt_tokens: int
+    cells: int
+    seconds: float
+    """Trajectory seconds (each trajectory's, or each tree's, wall time, summed): trajectories made at once overlap."""
+    per_kept: dict[str, float]
+    """The four figures divided by the kept trajectories (empty when none is kept)."""
+
+
 class CurationReport(BaseModel):
     run: str
     source: str
@@ -67,6 +79,9 @@ class CurationReport(BaseModel):
     """Of the kept trajectories: by category, level, file format, stratum and how they were selected."""
     lengths: dict[str, Spread]
     """Of the kept trajectories: agent tokens, turns, and code cells that failed."""
+    recovered: int = 0
+    """Kept trajectories that reached their right answer after a failing cell."""
+    spent: Spent | None = None
 
 
 def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = None) -> CurationReport:
@@ -105,11 +120,29 @@ def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = Non
         lengths={
             "agent_tokens": Spread.of([_agent_tokens(c.trajectory, count_tokens) for c in kept]),
             "turns": Spread.of([len(c.trajectory.turns) for c in kept]),
-            "failed_cells": Spread.of(
-                [sum(t.result is not None and not t.result.ok for t in c.trajectory.turns) for c in kept]
-            ),
+            "failed_cells": Spread.of([_failed_cells(c.trajectory) for c in kept]),
         },
+        recovered=sum(_failed_cells(c.trajectory) > 0 for c in kept),
+        spent=_spent(run, trajectories, len(kept)),
     )
+
+
+def _failed_cells(trajectory: Trajectory) -> int:
+    return sum(turn.result is not None and not turn.result.ok for turn in trajectory.turns)
+
+
+def _spent(run: RunFolder, trajectories: Sequence[Trajectory], kept: int) -> Spent:
+    """A search's cost is its trees' (``curate trees`` records it: the paths are a small part of the turns it made);
+    any other run's is that of its trajectories' turns."""
+    cost = read_manifest(run.samples).get("cost") if run.config().source == "search" else None
+    if cost is None:
+        turns = [turn for trajectory in trajectories for turn in trajectory.turns]
+        cost = {"completion_tokens": sum(turn.completion_tokens for turn in turns),
+                "prompt_tokens": sum(turn.prompt_tokens for turn in turns),
+                "cells": sum(turn.code is not None for turn in turns),
+                "seconds": sum(trajectory.duration_s for trajectory in trajectories)}  # fmt: skip
+    per_kept = {name: round(value / kept, 1) for name, value in cost.items()} if kept else {}
+    return Spent(**cost, per_kept=per_kept)
 
 
 def read_curated(run: RunFolder) -> list[Curated]:
@@ -153,6 +186,12 @@ def render_markdown(report: CurationReport) -> str:
         lines += ["", f"**{name}**: " + ", ".join(f"{key} {n}" for key, n in counts.items())]
     lines += ["", "| length | mean | median | p90 | max |", "|---|---|---|---|---|"]
     lines += [f"| {name} | {s.mean} | {s.median} | {s.p90} | {s.max} |" for name, s in report.lengths.items()]
+    lines += ["", f"{report.recovered} of the {report.kept} kept reached their answer after a failing cell."]
+    if report.spent is not None:
+        spent, each = report.spent, report.spent.per_kept
+        lines += ["", "| spent | in all | per kept trajectory |", "|---|---|---|"]
+        lines += [f"| {name.replace('_', ' ')} | {value:,} | {each.get(name, '-')} |"
+                  for name, value in spent.model_dump(exclude={"per_kept"}).items()]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

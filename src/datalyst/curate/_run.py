@@ -8,15 +8,17 @@ appends to its own file and records its settings and counts beside it (``<file>.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from datalyst.agent import AgentConfig, Trajectory, read_trajectories
+from datalyst.agent import AgentConfig, Trajectory, finished_ids, read_trajectories
 from datalyst.curate._expert import ExpertOptions
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.files import write_atomic
+from datalyst.jsonl import drop_torn_tail
 
 
 class RunConfig(BaseModel):
@@ -24,14 +26,15 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["sample", "expert", "corrections"]
+    source: Literal["sample", "expert", "corrections", "search"]
     tasks: list[str]
     """The task files the trajectories answer."""
     model: str
     """The model spec that samples (``expert`` for the offline expert)."""
     agent: AgentConfig
-    n: int = Field(1, ge=1)
-    """Trajectories per task and round (DataMind samples 3)."""
+    n: int | None = Field(1, ge=1)
+    """Trajectories per task and round (DataMind samples 3); None when a task has as many as were found (the
+    answered paths of search trees, ``source="search"``), all of them one group."""
     knowledge: bool = False
     """The category's workflow is in the sampling prompt."""
     workflows: dict[str, str] = {}
@@ -90,3 +93,12 @@ class RunFolder:
     def trajectories(self) -> list[Trajectory]:
         """Every trajectory of the run (the latest attempt of each id), in the order they were first written."""
         return read_trajectories(self.samples)
+
+    def add(self, trajectories: Iterable[Trajectory]) -> int:
+        """Append the ``trajectories`` whose ids the run does not hold yet; returns how many were new."""
+        drop_torn_tail(self.samples)
+        have = finished_ids(self.samples)
+        new = [trajectory for trajectory in trajectories if trajectory.id not in have]
+        with self.samples.open("a", encoding="utf-8") as sink:
+            sink.writelines(trajectory.model_dump_json() + "\n" for trajectory in new)
+        return len(new)

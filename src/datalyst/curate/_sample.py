@@ -11,9 +11,9 @@ from datalyst.llm import ChatModel
 from datalyst.tasks import Task
 
 
-def round_of(trajectory: Trajectory, n: int) -> int:
-    """Which round made a trajectory: 0 for the first N samples, k for the k-th reflection."""
-    return trajectory.trial // n
+def round_of(trajectory: Trajectory, n: int | None) -> int:
+    """Which round made a trajectory: 0 for the first N samples, k for the k-th reflection (always 0 without N)."""
+    return trajectory.trial // n if n else 0
 
 
 def sampling_agent(model: ChatModel, config: RunConfig, reflections: Mapping[str, str] | None = None) -> Agent:

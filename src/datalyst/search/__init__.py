@@ -3,7 +3,7 @@ it, voting over the answers it finds, saved trees, and value data from them."""
 
 from datalyst.search._mcts import COLLECT, INFER, MCTSConfig, decide, mcts
 from datalyst.search._puct import LOST, backup, ending_reward, puct, select
-from datalyst.search._run import search_tasks, tree_path, tree_trajectory
+from datalyst.search._run import PATHS_PER_TREE, answer_paths, search_tasks, tree_path, tree_trajectory
 from datalyst.search._tree import SCHEMA_VERSION, Cost, Ending, Node, Tree
 from datalyst.search._value_data import PATHS_PER_OUTCOME, value_examples
 
@@ -12,12 +12,14 @@ __all__ = [
     "INFER",
     "LOST",
     "PATHS_PER_OUTCOME",
+    "PATHS_PER_TREE",
     "SCHEMA_VERSION",
     "Cost",
     "Ending",
     "MCTSConfig",
     "Node",
     "Tree",
+    "answer_paths",
     "backup",
     "decide",
     "ending_reward",

@@ -1,7 +1,8 @@
 """Search many tasks into a folder of trees (``<task id>#<trial>.json``), resumable, with a progress display.
 
 A tree is saved after every simulation; running again skips finished trees and goes on with unfinished ones.
-:func:`tree_trajectory` turns a finished tree into the trajectory an evaluation judges.
+:func:`tree_trajectory` turns a finished tree into the trajectory an evaluation judges, :func:`answer_paths` into
+every answered path, for curation to judge and keep.
 """
 
 from __future__ import annotations
@@ -82,6 +83,24 @@ def tree_trajectory(tree: Tree) -> Trajectory:
                    key=lambda node: node.q)  # fmt: skip
     trajectory = tree.trajectory(best)
     return trajectory.model_copy(update={"answer": decided, "duration_s": tree.cost.seconds})
+
+
+PATHS_PER_TREE = 1000
+"""Trial numbers one tree's paths may take: path ``k`` of the tree of trial ``t`` is trial ``t * 1000 + k``."""
+
+
+def answer_paths(tree: Tree) -> list[Trajectory]:
+    """Every path of ``tree`` from the root to a node that answered, each a trajectory of its own: the tree's trial
+    ``t`` and the node's id ``k`` make its trial ``t * PATHS_PER_TREE + k``, so the paths of a task's trees never
+    share an id, and a resumed import finds the ones it took."""
+    if len(tree.nodes) > PATHS_PER_TREE:
+        raise ConfigError(f"tree {tree.root.id} has {len(tree.nodes)} nodes; paths are numbered up to {PATHS_PER_TREE}")
+    paths = []
+    for node in tree.candidates():
+        trial = tree.root.trial * PATHS_PER_TREE + node.id
+        path = tree.trajectory(node)
+        paths.append(path.model_copy(update={"id": trajectory_id(path.task.id, trial), "trial": trial}))
+    return paths
 
 
 def _load(path: Path, config: MCTSConfig) -> Tree:
