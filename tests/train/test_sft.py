@@ -166,3 +166,15 @@ def test_full_fine_tuning_trains_every_weight_and_saves_a_model_folder(tiny_mode
     base = AutoModelForCausalLM.from_pretrained(tiny_model)
     assert all(not torch.equal(a, b) for a, b in zip(trained.parameters(), base.parameters(), strict=True))
     assert (result.weights / "tokenizer.json").is_file()
+
+
+def test_several_exports_are_read_as_one_mix(tmp_path: Path) -> None:
+    first = write_examples(tmp_path / "a.jsonl", 3)
+    (tmp_path / "b").mkdir()
+    second = write_examples(tmp_path / "b" / "examples.jsonl", 2)
+    mixed = read_examples([first, tmp_path / "b"], max_length=100).examples
+    assert len(mixed) == 5 and [e.input_ids for e in mixed[3:]] == [
+        e.input_ids for e in read_examples(second, max_length=100).examples]  # fmt: skip
+    assert SFTConfig(data=str(first)).data == [str(first)]  # a run configured before mixes resumes
+    with pytest.raises(DataFileError, match="does not exist"):
+        read_examples([first, tmp_path / "c.jsonl"], max_length=100)

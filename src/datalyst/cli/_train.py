@@ -21,7 +21,10 @@ console = Console(stderr=True, highlight=False)
 
 @train_app.command("sft")
 def sft_command(
-    data: Annotated[Path, typer.Argument(help="examples.jsonl, or the folder of `curate export --format examples`.")],
+    data: Annotated[
+        list[Path],
+        typer.Argument(help="examples.jsonl files, or folders of `curate export --format examples`: read as one set."),
+    ],
     out: Annotated[Path, typer.Option(help="Run folder; running again resumes from the last checkpoint.")],
     model: Annotated[str, typer.Option(help="Model spec to train (embedded:, gguf: or hf:).")] = "embedded:small",
     lora_r: Annotated[int, typer.Option(help="LoRA rank; 0 fine-tunes every weight.")] = 16,
@@ -43,9 +46,9 @@ def sft_command(
     """Supervised fine-tuning on the agent's own tokens (LoRA by default); resumable at any step."""
     lora = parse_options(LoraOptions, r=lora_r, alpha=lora_alpha, dropout=lora_dropout) if lora_r else None
     config = parse_options(
-        SFTConfig, data=str(data.resolve()), model=model, lora=lora, lr=lr, warmup_ratio=warmup_ratio, epochs=epochs,
-        batch_size=batch_size, max_length=max_length, max_batch_tokens=max_batch_tokens, limit=limit, seed=seed,
-        precision=precision,
+        SFTConfig, data=[str(path.resolve()) for path in data], model=model, lora=lora, lr=lr,
+        warmup_ratio=warmup_ratio, epochs=epochs, batch_size=batch_size, max_length=max_length,
+        max_batch_tokens=max_batch_tokens, limit=limit, seed=seed, precision=precision,
     )  # fmt: skip
     result = train_sft(config, out, save_every=save_every)
     rate = result.tokens / result.seconds if result.seconds else 0.0

@@ -8,6 +8,7 @@ the seed and the epoch alone, so a resumed run sees exactly the batches it would
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,22 +51,26 @@ def to_example(record: TrainingExample) -> Example:
 
 
 def read_examples(
-    path: str | Path, *, max_length: int, limit: int | None = None, seed: int = 0, vocab_size: int | None = None
+    paths: str | Path | Sequence[str | Path],
+    *,
+    max_length: int,
+    limit: int | None = None,
+    seed: int = 0,
+    vocab_size: int | None = None,
 ) -> Selection:
-    """The examples of ``path`` (``examples.jsonl`` or a folder holding it) that fit in ``max_length`` tokens.
+    """The examples of ``paths`` (each an ``examples.jsonl`` or a folder holding one: a mix of several exports)
+    that fit in ``max_length`` tokens.
 
     Longer ones are left out, not cut, so no answer is trained without its ending; so are those with no
     trained token. ``limit`` keeps a seeded random sample of that many. Ids outside ``vocab_size`` mean
     the examples were made with another tokenizer: DataFileError.
     """
-    path = Path(path)
-    file = path / "examples.jsonl" if path.is_dir() else path
-    if not file.is_file():
-        raise DataFileError(f"{file} does not exist; write it with: datalyst curate export RUN --format examples")
+    files = [_examples_file(Path(path)) for path in ([paths] if isinstance(paths, str | Path) else paths)]
     fix = "rewrite it with: datalyst curate export RUN --format examples"
-    records = read_appended(file, TrainingExample, what="a training example", fix=fix)
+    records = [read_appended(file, TrainingExample, what="a training example", fix=fix) for file in files]
+    named = ", ".join(map(str, files))
     selection = Selection(examples=[])
-    for record in records:
+    for record in itertools.chain.from_iterable(records):
         example = to_example(record)
         if len(example.input_ids) > max_length:
             selection.too_long += 1
@@ -79,14 +84,21 @@ def read_examples(
         and max(ids) >= vocab_size
     ):
         raise DataFileError(
-            f"{file} holds token id {max(ids)} but the model's vocabulary has {vocab_size}; export the examples "
+            f"{named} hold token id {max(ids)} but the model's vocabulary has {vocab_size}; export the examples "
             "with the tokenizer of the model you train (--tokenizer)"
         )
     if limit is not None and limit < len(selection.examples):
         selection.examples = random.Random(seed).sample(selection.examples, limit)
     if not selection.examples:
-        raise DataFileError(f"{file} has no example of at most {max_length} tokens with a trained token")
+        raise DataFileError(f"{named}: no example of at most {max_length} tokens with a trained token")
     return selection
+
+
+def _examples_file(path: Path) -> Path:
+    file = path / "examples.jsonl" if path.is_dir() else path
+    if not file.is_file():
+        raise DataFileError(f"{file} does not exist; write it with: datalyst curate export RUN --format examples")
+    return file
 
 
 def steps_per_epoch(count: int, batch_size: int) -> int:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from datalyst.files import write_atomic
 from datalyst.train._checkpoints import finish_run, start_run
@@ -40,7 +40,8 @@ Precision = Literal["auto", "bf16", "fp32"]
 class SFTConfig(BaseModel):
     """Everything that decides an SFT run (saved as ``config.json``; a resumed run must match it)."""
 
-    data: str
+    data: list[str]
+    """Example files or export folders, read as one set (a mix of several runs' exports)."""
     model: str = "embedded:small"
     lora: LoraOptions | None = LoraOptions()
     """None trains every weight (full fine-tuning)."""
@@ -59,6 +60,11 @@ class SFTConfig(BaseModel):
     limit: int | None = None
     seed: int = 0
     precision: Precision = "auto"
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _one_path_is_a_list(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value  # configs saved before mixes took one path
 
 
 class SFTResult(BaseModel):
