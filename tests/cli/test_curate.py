@@ -7,7 +7,7 @@ import json
 import pytest
 
 from datalyst.agent import read_trajectories
-from datalyst.tasks import Task, write_tasks
+from datalyst.tasks import Task, read_tasks, write_tasks
 
 SCRIPT = [
     "<think>Count the regions.</think>\n<code>\n```python\nimport pandas as pd\n"
@@ -75,6 +75,16 @@ def test_filter_and_report_after_judging(datalyst, replay_spec, tmp_path, exampl
         "examples", "sharegpt", "verl"]  # fmt: skip
     bad = datalyst("curate", "export", str(run), "--format", "csv")
     assert bad.returncode == 2 and "unknown --format csv" in bad.stderr
+
+
+def test_band_writes_the_tasks_solved_at_a_rate_in_it(datalyst, replay_spec, tmp_path, examples_dir):
+    run = sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir)  # v: verified, right 2 times in 2
+    done = datalyst("curate", "band", str(run), "--out", str(tmp_path / "rl.jsonl"))
+    assert done.returncode == 0 and "0 tasks right in 20% to 80%" in done.stderr, done.stderr
+    done = datalyst("curate", "band", str(run), "--out", str(tmp_path / "rl.jsonl"), "--high", "1")
+    assert done.returncode == 0 and [task.id for task in read_tasks(tmp_path / "rl.jsonl")] == ["v"]
+    bad = datalyst("curate", "band", str(run), "--out", str(tmp_path / "rl.jsonl"), "--low", "0.9", "--high", "0.5")
+    assert bad.returncode == 2 and "--low 0.9 is above --high 0.5" in bad.stderr
 
 
 def test_judge_refuses_a_folder_that_is_not_a_run(datalyst, tmp_path):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from datalyst.agent import AgentConfig
-from datalyst.curate import RuleConsistency, RunConfig, RunFolder, judge_group, judge_run, read_verdicts
+from datalyst.curate import RuleConsistency, RunConfig, RunFolder, judge_group, judge_run, read_verdicts, tasks_in_band
 from datalyst.llm import ReplayModel
 from datalyst.tasks import Task
 
@@ -106,3 +106,9 @@ def test_a_verified_task_judged_by_a_model_uses_the_judge_model(answered):
     model = ReplayModel(["<thought>Same.</thought><score>1</score>"])
     verdict = asyncio.run(judge_group([answered(task, 0, "It goes up.")], 0, RuleConsistency(), judge_model=model))
     assert verdict.method == "ground_truth" and verdict.passed and len(model.calls) == 1
+
+
+def test_the_tasks_in_a_band_of_pass_rates_are_the_verified_ones_solved_that_often(judged_run):
+    run = judged_run()  # t: ground truth, right 3 times in 4; o: agreed by the rule judge (no verified answer)
+    assert [task.id for task in tasks_in_band(run, 0.2, 0.8)] == ["t"]
+    assert tasks_in_band(run, 0.8, 1.0) == [] and [task.id for task in tasks_in_band(run, 0.75, 0.75)] == ["t"]

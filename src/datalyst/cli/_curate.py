@@ -50,6 +50,7 @@ from datalyst.curate import (
     render_markdown,
     rule_checks,
     sample,
+    tasks_in_band,
     write_report,
 )
 from datalyst.errors import ConfigError
@@ -57,7 +58,7 @@ from datalyst.llm import SamplingParams, load_tokenizer, resolve_spec
 from datalyst.paths import benchmarks_dir
 from datalyst.provenance import write_manifest
 from datalyst.search import Cost, Tree, answer_paths
-from datalyst.tasks import Task, read_tasks
+from datalyst.tasks import Task, read_tasks, write_tasks
 
 curate_app = typer.Typer(help="Sample, judge, filter and export training trajectories.", no_args_is_help=True)
 app.add_typer(curate_app, name="curate")
@@ -266,6 +267,22 @@ def judge_command(
     console.print(f"{rounds}; rescued by reflection: {summary.rescued}")
     if summary.incomplete:
         console.print(f"[yellow]{summary.incomplete} groups are incomplete: finish sampling, then judge again[/]")
+
+
+@curate_app.command("band")
+def band_command(
+    run: Run,
+    out: Annotated[Path, typer.Option(help="The task file to write (JSONL).")],
+    low: Annotated[float, typer.Option(min=0.0, max=1.0, help="The lowest share of right samples kept.")] = 0.2,
+    high: Annotated[float, typer.Option(min=0.0, max=1.0, help="The highest share of right samples kept.")] = 0.8,
+) -> None:
+    """Write the verified tasks whose first-round samples were right at a rate between --low and --high: the
+    tasks the sampling model solves only sometimes, for `train rl`."""
+    if low > high:
+        raise ConfigError(f"--low {low} is above --high {high}")
+    chosen = tasks_in_band(RunFolder(run), low, high)
+    write_tasks(chosen, out)
+    console.print(f"{len(chosen)} tasks right in {low:.0%} to {high:.0%} of their samples written to {out}")
 
 
 def drawn(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:

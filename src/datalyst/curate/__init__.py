@@ -34,7 +34,7 @@ from datalyst.curate._exports import (
 from datalyst.curate._filter import FilterOptions, FilterSummary, StageCount, filter_run, rule_checks
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._guidance import Guide, refine_workflow, reflection_text, workflow_text
-from datalyst.curate._judge import GroupVerdict, JudgeSummary, judge_group, judge_run, read_verdicts
+from datalyst.curate._judge import GroupVerdict, JudgeSummary, judge_group, judge_run, read_verdicts, tasks_in_band
 from datalyst.curate._language import LanguageCheck
 from datalyst.curate._mistakes import MISTAKES
 from datalyst.curate._overthinking import OVERTHINKING_VERSION, Overthinking, overthinking_score, sample_by_overthinking
@@ -120,6 +120,7 @@ __all__ = [
     "split_solution",
     "stratum",
     "summarize_chains",
+    "tasks_in_band",
     "with_agreed_answer",
     "workflow_text",
     "write_report",

@@ -127,6 +127,15 @@ def read_verdicts(run: RunFolder) -> list[GroupVerdict]:
     )
 
 
+def tasks_in_band(run: RunFolder, low: float, high: float) -> list[Task]:
+    """The verified tasks whose first-round trajectories were right at a rate within [``low``, ``high``]: those the
+    sampling model solves sometimes, whose groups disagree (the tasks RL learns from)."""
+    tasks = {trajectory.task.id: trajectory.task for trajectory in run.trajectories()}
+    return [tasks[verdict.task_id] for verdict in read_verdicts(run)
+            if verdict.round == 0 and verdict.method == "ground_truth" and verdict.correct
+            and low <= sum(verdict.correct) / len(verdict.correct) <= high]  # fmt: skip
+
+
 async def judge_run(
     run: RunFolder,
     consistency: ConsistencyJudge,
