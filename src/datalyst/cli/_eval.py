@@ -28,13 +28,16 @@ from datalyst.eval import (
     ascore_run,
     cache_run,
     compare_runs,
+    draw_trend,
     failure_counts,
     parse_pot_rows,
     pool_runs,
     prepare_run,
     read_config,
+    read_trend,
     read_verdicts,
     render_markdown,
+    render_trend,
     run_trajectories,
 )
 from datalyst.jsonl import read_records
@@ -400,6 +403,22 @@ def pool_command(
     """Pass rates over the tasks of several runs of one setup taken together (dev and test: the whole benchmark)."""
     pool = pool_runs(runs)
     print(pool.model_dump_json(indent=2) if as_json else pool.render())
+
+
+@eval_app.command("trend")
+def trend_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders, in order.", show_default=False)],
+    out: Annotated[Path | None, typer.Option(help="Also draw the trend as a PNG here.")] = None,
+    label: Annotated[list[str] | None, typer.Option(help="A name for each run, in order. [default: folders']")] = None,
+    dialect: Annotated[str | None, typer.Option(help="The dialect to show. [default: each run's first]")] = None,
+    title: Annotated[str, typer.Option(help="The chart's title.")] = "",
+) -> None:
+    """pass@1 and the answered share of runs in order (rounds of training, a scaffold changed step by step)."""
+    points = read_trend(runs, label or (), dialect)
+    print(render_trend(points))
+    if out is not None:
+        draw_trend(points, out, title)
+        Console(stderr=True).print(f"[dim]chart in {out}[/]")
 
 
 @eval_app.command("failures")

@@ -20,6 +20,7 @@ from datalyst.eval._run import (
     score_run,
 )
 from datalyst.eval._tablebench_pot import parse_pot_rows
+from datalyst.eval._trend import TrendPoint, draw_trend, read_trend, render_trend
 from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "EvalReport",
     "PassRates",
     "Pool",
+    "TrendPoint",
     "Verdict",
     "ajudge_trajectories",
     "areformat_responses",
@@ -46,6 +48,7 @@ __all__ = [
     "bootstrap",
     "cache_run",
     "compare_runs",
+    "draw_trend",
     "failure_counts",
     "failure_kind",
     "load_bench",
@@ -55,8 +58,10 @@ __all__ = [
     "pool_runs",
     "prepare_run",
     "read_config",
+    "read_trend",
     "read_verdicts",
     "render_markdown",
+    "render_trend",
     "run_eval",
     "run_trajectories",
     "score_run",
