@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Round 1 of expert iteration (issue 41, docs/RESULTS.md): fresh verified tasks in every file kind, the policy's
+# sampled and searched trajectories on them judged and filtered, mixed with the offline expert's, and a model
+# trained from its base on the mix. Every step resumes where it stopped; a finished step leaves runs/rounds/r1/NAME.done.
+# Run from anywhere: nohup results/rounds/round1.sh > runs/rounds/r1.log 2>&1 &
+set -u
+cd "$(dirname "$0")/../.."
+. .venv/bin/activate
+R=runs/rounds/r1
+mkdir -p "$R" runs/synth
+POLICY="embedded:medium"
+step() {  # step NAME COMMAND...: COMMAND once; each command resumes by itself, so a stopped step goes on
+  local name=$1; shift
+  [ -e "$R/$name.done" ] && return 0
+  echo "== $(date -u +%H:%M) $name"
+  if "$@" > "$R/$name.log" 2>&1; then touch "$R/$name.done"; else echo "failed: $name (see $R/$name.log)"; exit 1; fi
+}
+
+# 1. Tasks: the corpus's tables (decontaminated against the benchmarks), templates, SQL and trap datasets, each task's
+#    file rewritten in turn as every kind the agent reads; 72 drawn for the policy (8 of them searched), the rest
+#    of the templates the expert's.
+step files datalyst synth files ../shared/corpus --out runs/synth/files.jsonl
+step templates datalyst synth templates runs/synth/files.jsonl --out runs/synth/templates.jsonl
+step sql datalyst synth sql runs/synth/files.jsonl --out runs/synth/sql.jsonl
+step datasets datalyst synth datasets --out runs/synth/datasets.jsonl --per-family 20
+KINDS=csv,json,json-nested,tsv,xlsx,xlsx-sheets,parquet,sqlite,jsonl
+step convert datalyst synth convert runs/synth/templates.jsonl --out "$R/tasks/templates.jsonl" --kinds "$KINDS"
+step convert-datasets datalyst synth convert runs/synth/datasets.jsonl --out "$R/tasks/datasets.jsonl" --kinds "$KINDS"
+step split python -c "
+import random
+from datalyst.tasks import read_tasks, write_tasks
+def drawn(path, k, seed=1):
+    tasks = read_tasks(path)
+    return random.Random(seed).sample(tasks, min(k, len(tasks)))
+templates = drawn('$R/tasks/templates.jsonl', 10**9)  # all of them, shuffled
+policy = templates[:48] + drawn('$R/tasks/datasets.jsonl', 16) + drawn('runs/synth/sql.jsonl', 8)
+write_tasks(policy, '$R/tasks/policy.jsonl')
+write_tasks(templates[:8], '$R/tasks/search.jsonl')  # searched too: both sources' cost on the same tasks
+write_tasks(templates[48:], '$R/tasks/expert.jsonl')"
+
+# 2. Trajectories from three sources, each curated alone (its report says what a kept trajectory cost):
+#    the policy sampled (n = 4, DataMind's sampling with the category's workflow), the policy searching (JUPITER's
+#    collection), and the offline expert playing the templates' solutions.
+SAMPLE="--model $POLICY --dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
+step sample datalyst curate sample "$R/tasks/policy.jsonl" --seed 1 $SAMPLE --out "$R/react"
+step search datalyst search run "$R/tasks/search.jsonl" --seed 2 --collect --model "$POLICY" --dialect jupiter \
+  --max-tokens 1024 --out "$R/trees"
+step trees datalyst curate trees "$R/trees" --out "$R/mcts"
+step expert datalyst curate expert "$R/tasks/expert.jsonl" --limit 800 --seed 3 --dialect jupiter --out "$R/expert"
+for source in react mcts expert; do
+  step "judge-$source" datalyst curate judge "$R/$source" --reflect 0
+  step "filter-$source" datalyst curate filter "$R/$source" --strategy non-select
+  step "export-$source" datalyst curate export "$R/$source" --format examples
+  step "report-$source" datalyst curate report "$R/$source"
+done
+echo "round 1 data done"
