@@ -14,6 +14,7 @@ from datalyst.curate._filters import (
     ANSWER_TOO_LONG,
     MAX_ANSWER_TOKENS,
     NO_ANSWER,
+    NO_FIGURE,
     REPEATED_CELL,
     REPEATED_ERROR,
     UNPARSABLE_TURN,
@@ -104,7 +105,7 @@ def test_a_clean_run_passes_every_check_in_every_dialect(dialect):
 
 def test_each_check_names_itself_and_its_reasons():
     assert {check.name: check.reasons for check in checks()} == {
-        "format": (NO_ANSWER, VOID_TURN, UNPARSABLE_TURN, ANSWER_FORMAT),
+        "format": (NO_ANSWER, VOID_TURN, UNPARSABLE_TURN, ANSWER_FORMAT, NO_FIGURE),
         "answer_length": (ANSWER_TOO_LONG,),
         "repetition": (REPEATED_CELL, REPEATED_ERROR),
         "language": ("garbled_text", "mixed_languages"),
@@ -192,6 +193,15 @@ def test_a_turn_whose_recorded_action_differs_from_its_text_is_dropped():
 def test_an_answer_out_of_the_task_format_is_dropped():
     verdict = FormatCheck().check(run(code(LOAD), answer("The mean revenue is 261.41 and it is skewed.")))
     assert verdict.reason == ANSWER_FORMAT and verdict.detail == "no @mean_revenue[...] with a value in the answer"
+
+
+def test_a_run_of_a_chart_request_that_drew_no_chart_is_dropped():
+    chart = TASK.model_copy(update={"figure": True})
+    verdict = FormatCheck().check(run(code(LOAD), answer(), task=chart))
+    assert verdict.reason == NO_FIGURE and "no cell drew one" in verdict.detail
+    drawn = run(code(LOAD), answer(), task=chart)
+    drawn.turns[0] = drawn.turns[0].model_copy(update={"figures": {"cell-1-figure-0.png": "iVBORw0KGgo="}})
+    assert FormatCheck().check(drawn).kept and FormatCheck().check(run(code(LOAD), answer())).kept
 
 
 COPIES = "copies the format's placeholder"

@@ -13,7 +13,7 @@ from datalyst.sandbox import Sandbox
 from datalyst.synth import FileOptions, collect_files, read_source_files
 from datalyst.synth._roles import load_code, roles
 from datalyst.synth._templates import TEMPLATES, Draft
-from datalyst.tasks import extract_answers
+from datalyst.tasks import Lineage, extract_answers
 
 
 def sales(rows: int = 60) -> pd.DataFrame:
@@ -52,8 +52,17 @@ def mean_of(df: pd.DataFrame, p: dict, value: str) -> float:
     return df[df[p["category"]] == value][p["number"]].mean()
 
 
+CHARTED = {
+    "ranking.top_group_chart": "ranking.top_group",
+    "correlation.pearson_chart": "correlation.pearson",
+    "distribution.histogram_chart": "descriptive.quartiles",
+}
+"""Chart requests and the templates whose questions they ask with a chart."""
+
+
 def expected(name: str, df: pd.DataFrame, p: dict) -> dict[str, object]:
     """The answer of template ``name`` with parameters ``p``, computed here without the solution's code."""
+    name = CHARTED.get(name, name)
     if name == "aggregation.group_statistic":
         return {f"{p['stat']}_{p['number']}": getattr(by_group(df, p), p["stat"])()}
     if name == "ranking.top_group":
@@ -221,6 +230,7 @@ def test_the_solution_prints_what_pandas_computes(table, name):
     for draft in [parent for composed in made for parent in composed.parents] + made:
         result = box.run_python(load_code(record) + draft.code)
         assert result.ok, result.render()
+        assert draft.figure == (name in CHARTED) == any(file.endswith(".png") for file in result.files_created)
         answer = extract_answers(result.stdout)
         assert all(spec.well_formed(answer[spec.name]) for spec in draft.answers), answer
         truth = expected(name, df, draft.params)
@@ -248,3 +258,15 @@ def test_a_composed_question_extends_the_questions_it_is_built_on(table):
             assert 2 <= len(steps) < hops and draft.params["steps"][: len(steps)] == steps
             assert draft.code.startswith(parent.code) and parent.question.endswith("?")
             assert draft.question.startswith(parent.question.rpartition(". ")[0])
+
+
+@pytest.mark.parametrize("name", sorted(CHARTED))
+def test_a_chart_request_asks_the_same_answers_with_a_chart(table, name):
+    record, _ = table
+    for seed in range(4):
+        chart, plain = (TEMPLATES[n][1](roles(record), random.Random(seed)) for n in (name, CHARTED[name]))
+        assert chart.figure and not plain.figure and chart.answers == plain.answers and chart.params == plain.params
+        assert chart.code.endswith(plain.code) and chart.question != plain.question
+        assert any(word in chart.question for word in ("chart", "plot", "Plot", "histogram"))
+        task = chart.task("t", "sales.csv", {}, chart.code, "test", Lineage(generator=name, version=1, seed=0))
+        assert task.figure

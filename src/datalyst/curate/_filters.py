@@ -17,6 +17,7 @@ NO_ANSWER = "no_answer"
 VOID_TURN = "void_turn"
 UNPARSABLE_TURN = "unparsable_turn"
 ANSWER_FORMAT = "answer_format"
+NO_FIGURE = "no_figure"
 ANSWER_TOO_LONG = "answer_too_long"
 REPEATED_CELL = "repeated_cell"
 REPEATED_ERROR = "repeated_error"
@@ -28,10 +29,11 @@ _QUERY = re.compile(r"(?:select|with)\b", re.IGNORECASE)
 
 
 class FormatCheck:
-    """The trajectory ends with an answer in the task's format, and every turn reads back as recorded."""
+    """The trajectory ends with an answer in the task's format, every turn reads back as recorded, and a chart the
+    task asks for was drawn."""
 
     name = "format"
-    reasons = (NO_ANSWER, VOID_TURN, UNPARSABLE_TURN, ANSWER_FORMAT)
+    reasons = (NO_ANSWER, VOID_TURN, UNPARSABLE_TURN, ANSWER_FORMAT, NO_FIGURE)
 
     def check(self, trajectory: Trajectory) -> Verdict:
         if trajectory.termination != Termination.ANSWER or trajectory.answer is None:
@@ -46,8 +48,11 @@ class FormatCheck:
                     reason=UNPARSABLE_TURN,
                     detail=f"turn {turn.index} ({turn.kind.value}) reads back as {step.kind.value} in {dialect.name}",
                 )
-        problem = answer_format_problem(trajectory.task, trajectory.answer)
-        return Verdict(reason=ANSWER_FORMAT, detail=problem) if problem else KEEP
+        if problem := answer_format_problem(trajectory.task, trajectory.answer):
+            return Verdict(reason=ANSWER_FORMAT, detail=problem)
+        if trajectory.task.figure and not any(turn.figures for turn in trajectory.turns):
+            return Verdict(reason=NO_FIGURE, detail="the task asks for a chart and no cell drew one")
+        return KEEP
 
 
 def answer_format_problem(task: Task, answer: str) -> str | None:

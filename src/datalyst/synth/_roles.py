@@ -20,6 +20,13 @@ MIN_GROUP_ROWS = 3
 ID_NAME = re.compile(r"(^|[\W_])(id|index|row|rank|no|number|code|zip|fips|year)$", re.IGNORECASE)
 
 
+def as_words(name: str) -> str:
+    """A column name as words: ``area_km2`` -> ``area km2``, ``TotalSales`` -> ``total sales``."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    text = re.sub(r"[_\s.]+", " ", spaced).strip()
+    return text if text.isupper() and len(text) <= 5 else text.lower()
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -27,10 +34,7 @@ class Column:
 
     @property
     def words(self) -> str:
-        """The name as words: ``area_km2`` -> ``area km2``, ``TotalSales`` -> ``total sales``."""
-        spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", self.name)
-        text = re.sub(r"[_\s.]+", " ", spaced).strip()
-        return text if text.isupper() and len(text) <= 5 else text.lower()
+        return as_words(self.name)
 
     @property
     def code(self) -> str:

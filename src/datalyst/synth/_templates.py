@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from datalyst.synth._roles import Column, Roles
+from datalyst.synth._roles import Column, Roles, as_words
 from datalyst.tasks import Lineage, Task
 
 LEVELS = ("easy", "medium", "hard")
@@ -60,6 +60,8 @@ class Draft:
     """The template's choices: columns, groups, thresholds (for tests and for composing harder drafts)."""
     parents: tuple[Draft, ...] = field(default=(), compare=False, repr=False)
     """The easier drafts this one composes (their answers are its intermediate steps)."""
+    figure: bool = False
+    """The question asks for a chart, which the solution draws."""
 
     def task(
         self, task_id: str, file: str, answer: dict[str, str], solution: str, source: str, lineage: Lineage
@@ -78,6 +80,7 @@ class Draft:
             source=source,
             solution=solution,
             lineage=lineage,
+            figure=self.figure,
         )
 
 
@@ -789,6 +792,55 @@ def regression(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("rmse", "the root mean squared error on the test rows", decimals=4),
     ]
     return _draft("impact.regression", "hard", question, constraints, answers, code, x=x.name, z=z.name, y=y.name)
+
+
+def _charted(draft: Draft, template: str, question: str, plot: str) -> Draft:
+    """``draft`` as a chart request: ``question`` asks for the chart and the same answers, and the solution draws it
+    (``plot``, before the computation)."""
+    code = f"import matplotlib.pyplot as plt\n\n{plot}plt.tight_layout()\n{draft.code}"
+    return Draft(template, TEMPLATES[template][0], draft.level, question, draft.constraints, draft.answers, code,
+                 draft.params, figure=True)  # fmt: skip
+
+
+@template("ranking.top_group_chart", "Ranking")
+def top_group_chart(roles: Roles, rng: random.Random) -> Draft | None:
+    if (draft := top_group(roles, rng)) is None:
+        return None
+    number, category = str(draft.params["number"]), str(draft.params["category"])
+    extreme = "highest" if draft.params["highest"] else "lowest"
+    what, groups = as_words(number), as_words(category)
+    question = rng.choice([
+        f"Draw a bar chart of the average {what} of each {groups}. Which {groups} has the {extreme} average?",
+        f"Plot the mean {what} per {groups} as bars, and name the {groups} whose mean is the {extreme}.",
+    ])  # fmt: skip
+    plot = f"df.groupby({category!r})[{number!r}].mean().sort_values().plot.bar(ylabel={f'mean {what}'!r})\n"
+    return _charted(draft, "ranking.top_group_chart", question, plot)
+
+
+@template("correlation.pearson_chart", "Correlation Analysis")
+def pearson_chart(roles: Roles, rng: random.Random) -> Draft | None:
+    if (draft := pearson(roles, rng)) is None:
+        return None
+    x, y = str(draft.params["x"]), str(draft.params["y"])
+    question = rng.choice([
+        f"Make a scatter plot of {as_words(y)} against {as_words(x)}. What is their Pearson correlation?",
+        f"Plot {as_words(x)} (x axis) against {as_words(y)} (y axis) as points, then give Pearson's r between them.",
+    ])  # fmt: skip
+    plot = f"df.plot.scatter(x={x!r}, y={y!r}, s=8)\n"
+    return _charted(draft, "correlation.pearson_chart", question, plot)
+
+
+@template("distribution.histogram_chart", "Distribution Analysis")
+def histogram_chart(roles: Roles, rng: random.Random) -> Draft | None:
+    if (draft := quartiles(roles, rng)) is None:
+        return None
+    number = str(draft.params["number"])
+    question = rng.choice([
+        f"Show the distribution of {as_words(number)} as a histogram, and give its quartiles and interquartile range.",
+        f"Draw a histogram of {as_words(number)}. What are its first and third quartiles, and the range between them?",
+    ])  # fmt: skip
+    plot = f"df[{number!r}].dropna().plot.hist(bins=20, xlabel={as_words(number)!r})\n"
+    return _charted(draft, "distribution.histogram_chart", question, plot)
 
 
 def snake(text: str) -> str:

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """3 added ``solution`` and ``lineage`` (synthesized tasks); 4 added ``tests``, ``check`` and ``entry_point``
-(tasks whose answer is a program)."""
+(tasks whose answer is a program); 5 added ``figure`` (questions that ask for a chart)."""
 
 JudgeName = Literal["dabench", "tablebench", "sql", "csv", "rule", "llm", "cases", "humaneval"]
 """How an answer is checked: ``dabench`` (official ``@name[value]`` rules), ``tablebench``
@@ -82,3 +82,6 @@ class Task(BaseModel):
     """HumanEval: code that defines ``check(candidate)``, run after the prompt and the completion."""
     entry_point: str | None = None
     """HumanEval: the name of the function ``check`` is called with."""
+    figure: bool = False
+    """The question asks for a chart as well as its answer: a run that saved no figure did not do what was asked
+    (curation drops it)."""
