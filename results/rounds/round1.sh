@@ -6,9 +6,12 @@
 set -u
 cd "$(dirname "$0")/../.."
 . .venv/bin/activate
-R=runs/rounds/r1
-mkdir -p "$R" runs/synth
-POLICY="embedded:medium"
+R=${R:-runs/rounds/r1}   # the round's folder, and what it draws: set them to try the round small elsewhere
+S=${S:-runs/synth}       # the synthesized tasks, shared by every round
+POLICY=${POLICY:-embedded:medium}
+TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} SEARCHED=${SEARCHED:-8} EXPERT=${EXPERT:-800}
+SIMULATIONS=${SIMULATIONS:-50}  # JUPITER's collection
+mkdir -p "$R" "$S"
 step() {  # step NAME COMMAND...: COMMAND once; each command resumes by itself, so a stopped step goes on
   local name=$1; shift
   [ -e "$R/$name.done" ] && return 0
@@ -17,15 +20,15 @@ step() {  # step NAME COMMAND...: COMMAND once; each command resumes by itself, 
 }
 
 # 1. Tasks: the corpus's tables (decontaminated against the benchmarks), templates, SQL and trap datasets, each task's
-#    file rewritten in turn as every kind the agent reads; 72 drawn for the policy (8 of them searched), the rest
-#    of the templates the expert's.
-step files datalyst synth files ../shared/corpus --out runs/synth/files.jsonl
-step templates datalyst synth templates runs/synth/files.jsonl --out runs/synth/templates.jsonl
-step sql datalyst synth sql runs/synth/files.jsonl --out runs/synth/sql.jsonl
-step datasets datalyst synth datasets --out runs/synth/datasets.jsonl --per-family 20
+#    file rewritten in turn as every kind the agent reads; some drawn for the policy (a few of them searched too),
+#    the rest of the templates the expert's.
+step files datalyst synth files ../shared/corpus --out $S/files.jsonl
+step templates datalyst synth templates $S/files.jsonl --out $S/templates.jsonl
+step sql datalyst synth sql $S/files.jsonl --out $S/sql.jsonl
+step datasets datalyst synth datasets --out $S/datasets.jsonl --per-family 20
 KINDS=csv,json,json-nested,tsv,xlsx,xlsx-sheets,parquet,sqlite,jsonl
-step convert datalyst synth convert runs/synth/templates.jsonl --out "$R/tasks/templates.jsonl" --kinds "$KINDS"
-step convert-datasets datalyst synth convert runs/synth/datasets.jsonl --out "$R/tasks/datasets.jsonl" --kinds "$KINDS"
+step convert datalyst synth convert $S/templates.jsonl --out "$R/tasks/templates.jsonl" --kinds "$KINDS"
+step convert-datasets datalyst synth convert $S/datasets.jsonl --out "$R/tasks/datasets.jsonl" --kinds "$KINDS"
 step split python -c "
 import random
 from datalyst.tasks import read_tasks, write_tasks
@@ -33,20 +36,20 @@ def drawn(path, k, seed=1):
     tasks = read_tasks(path)
     return random.Random(seed).sample(tasks, min(k, len(tasks)))
 templates = drawn('$R/tasks/templates.jsonl', 10**9)  # all of them, shuffled
-policy = templates[:48] + drawn('$R/tasks/datasets.jsonl', 16) + drawn('runs/synth/sql.jsonl', 8)
+policy = templates[:$TEMPLATES] + drawn('$R/tasks/datasets.jsonl', $DATASETS) + drawn('$S/sql.jsonl', $SQL)
 write_tasks(policy, '$R/tasks/policy.jsonl')
-write_tasks(templates[:8], '$R/tasks/search.jsonl')  # searched too: both sources' cost on the same tasks
-write_tasks(templates[48:], '$R/tasks/expert.jsonl')"
+write_tasks(templates[:$SEARCHED], '$R/tasks/search.jsonl')  # searched too: both sources' cost on the same tasks
+write_tasks(templates[$TEMPLATES:], '$R/tasks/expert.jsonl')"
 
 # 2. Trajectories from three sources, each curated alone (its report says what a kept trajectory cost):
 #    the policy sampled (n = 4, DataMind's sampling with the category's workflow), the policy searching (JUPITER's
 #    collection), and the offline expert playing the templates' solutions.
 SAMPLE="--model $POLICY --dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
 step sample datalyst curate sample "$R/tasks/policy.jsonl" --seed 1 $SAMPLE --out "$R/react"
-step search datalyst search run "$R/tasks/search.jsonl" --seed 2 --collect --model "$POLICY" --dialect jupiter \
-  --max-tokens 1024 --out "$R/trees"
+step search datalyst search run "$R/tasks/search.jsonl" --seed 2 --collect --simulations "$SIMULATIONS" \
+  --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
 step trees datalyst curate trees "$R/trees" --out "$R/mcts"
-step expert datalyst curate expert "$R/tasks/expert.jsonl" --limit 800 --seed 3 --dialect jupiter --out "$R/expert"
+step expert datalyst curate expert "$R/tasks/expert.jsonl" --limit "$EXPERT" --seed 3 --dialect jupiter --out "$R/expert"
 for source in react mcts expert; do
   step "judge-$source" datalyst curate judge "$R/$source" --reflect 0
   step "filter-$source" datalyst curate filter "$R/$source" --strategy non-select

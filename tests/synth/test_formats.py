@@ -79,6 +79,14 @@ def test_a_table_a_workbook_would_cut_keeps_its_file(tmp_path):
     assert load_table(as_json)["note"].str.len().tolist() == [40_000, 5]
 
 
+def test_a_sheet_whose_text_column_is_all_missing_is_written(tmp_path):
+    source = tmp_path / "people.csv"
+    pd.DataFrame({"n": [1, 2, 3, 4], "note": ["x", "y", None, None]}).to_csv(source, index=False)  # halves
+    task = Task(id="1", question="?", files=[str(source)])
+    (path,) = convert_tasks([task], tmp_path / "out", ["xlsx-sheets"])[0].files
+    assert path.endswith(".xlsx") and [len(sheet) for sheet in load(path).values()] == [2, 2]
+
+
 def test_two_files_of_one_name_are_refused(tmp_path, table):
     other = tmp_path / "elsewhere" / "cities.csv"
     other.parent.mkdir()

@@ -36,7 +36,7 @@ def fits(frame: pd.DataFrame, kind: FileKind) -> bool:
     if len(frame) >= XLSX_ROWS or frame.shape[1] > XLSX_COLUMNS:
         return False
     texts = frame.select_dtypes(include=["object", "string"])
-    return texts.empty or all(texts[column].astype(str).str.len().max() <= XLSX_CELL_CHARS for column in texts)
+    return all((texts[column].astype(str).str.len().fillna(0) <= XLSX_CELL_CHARS).all() for column in texts)
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], kind: FileKind, *, table: str = "data") -> Path:
