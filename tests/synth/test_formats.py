@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from datalyst.data import FileKind, load, load_table
-from datalyst.errors import ConfigError
 from datalyst.synth import convert_tasks, sheets_of
 from datalyst.tasks import Task, read_tasks
 
@@ -87,13 +86,14 @@ def test_a_sheet_whose_text_column_is_all_missing_is_written(tmp_path):
     assert path.endswith(".xlsx") and [len(sheet) for sheet in load(path).values()] == [2, 2]
 
 
-def test_two_files_of_one_name_are_refused(tmp_path, table):
+def test_two_files_of_one_name_keep_it_in_folders_apart(tmp_path, table):
     other = tmp_path / "elsewhere" / "cities.csv"
     other.parent.mkdir()
     other.write_text("a,b\n1,2\n")
-    tasks = [Task(id="1", question="?", files=[str(table)]), Task(id="2", question="?", files=[str(other)])]
-    with pytest.raises(ConfigError, match="would both become"):
-        convert_tasks(tasks, tmp_path / "out", ["json"])
+    tasks = [Task(id=str(i), question="?", files=[str(path)]) for i, path in enumerate((table, other, table))]
+    first, second, again = (Path(t.files[0]) for t in convert_tasks(tasks, tmp_path / "out", ["json"]))
+    assert first.name == second.name == "cities.json" and first != second and again == first
+    assert list(load_table(second)) == ["a", "b"] and list(load_table(first)) == list(load_table(table))
 
 
 def test_the_command_writes_tasks_that_read_back(datalyst, tmp_path, table):

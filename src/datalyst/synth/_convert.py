@@ -8,6 +8,7 @@ rows spread over several sheets of a workbook, to be read and put together again
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -80,17 +81,17 @@ def convert_tasks(tasks: Sequence[Task], folder: str | Path, layouts: Sequence[s
 
 
 def _converted(path: Path, layout: str, folder: Path, done: dict[tuple[Path, str], str]) -> str:
-    """The path of ``path`` in ``layout`` (written on first use), or ``path`` itself when it holds several tables
-    or the layout cannot hold its table whole."""
+    """The path of ``path`` in ``layout`` (written on first use; a second file of the same name goes to a folder of
+    its own), or ``path`` itself when it holds several tables or the layout cannot hold its table whole."""
     source, (kind, tables_of) = path.resolve(), LAYOUTS[layout]
     if (source, layout) in done:
         return done[source, layout]
     tables = load(path)
     target = folder.resolve() / layout / f"{path.stem}{SUFFIXES[kind]}"
+    if str(target) in done.values():  # another file of this name: a folder of its own keeps the name the agent sees
+        target = target.parent / hashlib.sha256(str(source).encode()).hexdigest()[:8] / target.name
     if len(tables) != 1 or not fits(next(iter(tables.values())), kind):
         target = source
-    elif clash := next((other for (other, _), made in done.items() if made == str(target)), None):
-        raise ConfigError(f"{path} and {clash} would both become {target}; convert them apart")
     else:
         ((name, frame),) = tables.items()
         if tables_of is None:
