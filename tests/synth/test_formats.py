@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from datalyst.data import FileKind, load, load_table
-from datalyst.synth import convert_tasks, sheets_of
+from datalyst.sandbox import Sandbox
+from datalyst.synth import LAYOUTS, convert_tasks, sheets_of
 from datalyst.tasks import Task, read_tasks
 
 
@@ -37,6 +38,23 @@ def test_every_format_reads_back_as_the_table_it_was_written_from(tmp_path, tabl
     suffix = kind.removesuffix("-nested")
     assert path.endswith(f"/{kind}/cities.{suffix}") and converted.model_copy(update={"files": task.files}) == task
     pd.testing.assert_frame_equal(load_table(path), load_table(table), check_dtype=False)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_converted_solution_loads_its_new_file_with_pandas_and_prints_the_same_answer(tmp_path, table, layout):
+    solution = (
+        "import pandas as pd\n\ndf = pd.read_csv('cities.csv')\n"
+        "rates = df['rate'].dropna()\n"
+        "print(f\"@mean[{rates.mean():.4f}] @rows[{len(df)}] @named[{df['city'].notna().sum()}]\")\n"
+    )
+    task = Task(id="7", question="Mean rate?", files=[str(table)], solution=solution)
+    (converted,) = convert_tasks([task], tmp_path / "out", [layout])
+    assert converted.solution.endswith(solution.partition("\n\ndf = pd.read_csv('cities.csv')\n")[2])
+    assert "read_csv('cities.csv')" not in converted.solution or layout == "csv"
+    with Sandbox(files=converted.files) as box:
+        result = box.run_python(converted.solution)
+    assert result.ok, result.render()
+    assert result.stdout.strip() == "@mean[1.3117] @rows[3] @named[2]"
 
 
 def test_nested_json_holds_the_records_under_the_tables_name(tmp_path, table):

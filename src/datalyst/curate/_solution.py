@@ -13,6 +13,7 @@ from random import Random
 
 from datalyst.curate._mistakes import Cell, bound_names, statements, written_names
 from datalyst.errors import ConfigError
+from datalyst.synth import split_loader
 from datalyst.tasks import Task
 
 
@@ -29,15 +30,12 @@ def split_solution(task: Task) -> Solution:
     if not task.solution:
         raise ConfigError(f"task {task.id} has no solution: the offline expert plays only tasks that carry one")
     try:
-        body = statements(task.solution)
+        parts = split_loader(task.solution)
     except SyntaxError as exc:
         raise ConfigError(f"task {task.id}: its solution is not valid Python ({exc.msg}, line {exc.lineno})") from exc
-    loads = next((i for i, stmt in enumerate(body) if "df" in bound_names(stmt)), None)
-    if loads is None or loads == len(body) - 1:
+    if parts is None or not parts[1].strip():
         raise ConfigError(f"task {task.id}: its solution does not load `df` and then compute, so it has no loader")
-    lines = task.solution.splitlines()
-    cut = body[loads].end_lineno or 0
-    return Solution("\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:]).strip("\n"))
+    return Solution(*parts)
 
 
 def bound_names_of(code: str) -> frozenset[str]:

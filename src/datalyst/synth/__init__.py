@@ -21,6 +21,7 @@ from datalyst.synth._mining import MiningOptions, NotebookFunnel, make_notebook_
 from datalyst.synth._notebooks import TEACHING_DATASETS, AddressMap, NotebookFilters
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._queries import QueryOptions, clean_format, make_query_tasks
+from datalyst.synth._roles import split_loader
 from datalyst.synth._sequence_problems import SequenceOptions, make_sequence_tasks
 from datalyst.synth._sequences import Sequence, draw_sequences
 from datalyst.synth._show import sample_by_category, tasks_html
@@ -71,6 +72,7 @@ __all__ = [
     "read_source_files",
     "sample_by_category",
     "sheets_of",
+    "split_loader",
     "tasks_html",
     "writer_messages",
 ]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from datalyst.data import SUFFIXES, FileKind, fits, load, write_table, write_tables
 from datalyst.errors import ConfigError
+from datalyst.synth._roles import split_loader
 from datalyst.tasks import Task
 
 MOST_SHEETS = 12
@@ -46,16 +47,40 @@ def _sheet_name(value: str) -> str:
 
 
 class Layout(NamedTuple):
-    """How a converted table is written: the file kind, and how the table becomes the file's tables."""
+    """How a converted table is written (the file kind, and how the table becomes the file's tables), and how an
+    analyst loads it back into ``df`` with pandas."""
 
     kind: FileKind
+    loader: str
+    """Python that loads the file into ``df``, with ``{file}`` and ``{table}`` (the table's name) to fill in."""
     tables: Callable[[str, pd.DataFrame], dict[str, pd.DataFrame]] | None = None
     """The file's named tables from the table's name and rows (None: the table as the kind writes one)."""
 
 
-LAYOUTS: dict[str, Layout] = {kind.value: Layout(kind) for kind in FileKind} | {
-    "json-nested": Layout(FileKind.JSON, lambda name, frame: {name: frame}),
-    "xlsx-sheets": Layout(FileKind.XLSX, lambda name, frame: sheets_of(frame)),
+_PANDAS = "import pandas as pd\n\n"
+_JSON = "import json\n\nimport pandas as pd\n\nwith open({file!r}, encoding='utf-8') as f:\n"
+LAYOUTS: dict[str, Layout] = {
+    "csv": Layout(FileKind.CSV, _PANDAS + "df = pd.read_csv({file!r})\n"),
+    "tsv": Layout(FileKind.TSV, _PANDAS + "df = pd.read_csv({file!r}, sep='\\t')\n"),
+    "xlsx": Layout(FileKind.XLSX, _PANDAS + "df = pd.read_excel({file!r})\n"),
+    "json": Layout(FileKind.JSON, _JSON + "    df = pd.DataFrame(json.load(f))\n"),
+    "jsonl": Layout(
+        FileKind.JSONL, _PANDAS + "df = pd.read_json({file!r}, lines=True, dtype=False, convert_dates=False)\n"
+    ),
+    "parquet": Layout(FileKind.PARQUET, _PANDAS + "df = pd.read_parquet({file!r})\n"),
+    "sqlite": Layout(
+        FileKind.SQLITE,
+        "import sqlite3\n\nimport pandas as pd\n\nwith sqlite3.connect({file!r}) as connection:\n"
+        "    df = pd.read_sql_query('SELECT * FROM \"{table}\"', connection)\n",
+    ),
+    "json-nested": Layout(
+        FileKind.JSON, _JSON + "    df = pd.DataFrame(json.load(f)[{table!r}])\n", lambda name, frame: {name: frame}
+    ),
+    "xlsx-sheets": Layout(
+        FileKind.XLSX,
+        _PANDAS + "df = pd.concat(pd.read_excel({file!r}, sheet_name=None).values(), ignore_index=True)\n",
+        lambda name, frame: sheets_of(frame),
+    ),
 }
 """Every way a task's table can be rewritten, by the name ``synth convert --kinds`` takes."""
 FORMATS = ("json", "tsv", "xlsx")
@@ -76,27 +101,39 @@ def convert_tasks(tasks: Sequence[Task], folder: str | Path, layouts: Sequence[s
     for number, task in enumerate(tasks):
         layout = layouts[number % len(layouts)]
         files = [_converted(Path(path), layout, folder, done) for path in task.files]
-        converted.append(task.model_copy(update={"files": files}))
+        update: dict[str, object] = {"files": [path for path, _ in files]}
+        if task.solution and len(files) == 1 and files[0][1] is not None:
+            update["solution"] = _reloaded(task.solution, files[0][1])
+        converted.append(task.model_copy(update=update))
     return converted
 
 
-def _converted(path: Path, layout: str, folder: Path, done: dict[tuple[Path, str], str]) -> str:
+def _reloaded(solution: str, loader: str) -> str:
+    """``solution`` with its loader (the statements up to the one that assigns ``df``) replaced by ``loader``."""
+    parts = split_loader(solution)
+    return solution if parts is None else f"{loader}{parts[1]}\n"
+
+
+def _converted(
+    path: Path, layout: str, folder: Path, done: dict[tuple[Path, str], tuple[str, str | None]]
+) -> tuple[str, str | None]:
     """The path of ``path`` in ``layout`` (written on first use; a second file of the same name goes to a folder of
-    its own), or ``path`` itself when it holds several tables or the layout cannot hold its table whole."""
-    source, (kind, tables_of) = path.resolve(), LAYOUTS[layout]
+    its own) and the code that loads it into ``df``; ``path`` itself and None when it holds several tables or the
+    layout cannot hold its table whole."""
+    source, (kind, loader, tables_of) = path.resolve(), LAYOUTS[layout]
     if (source, layout) in done:
         return done[source, layout]
     tables = load(path)
     target = folder.resolve() / layout / f"{path.stem}{SUFFIXES[kind]}"
-    if str(target) in done.values():  # another file of this name: a folder of its own keeps the name the agent sees
+    if str(target) in (made for made, _ in done.values()):  # another file of this name: a folder of its own
         target = target.parent / hashlib.sha256(str(source).encode()).hexdigest()[:8] / target.name
     if len(tables) != 1 or not fits(next(iter(tables.values())), kind):
-        target = source
+        done[source, layout] = str(source), None
     else:
         ((name, frame),) = tables.items()
         if tables_of is None:
             write_table(frame, target, kind, table=name)
         else:
             write_tables(tables_of(name, frame), target, kind)
-    done[source, layout] = str(target)
-    return str(target)
+        done[source, layout] = str(target), loader.format(file=target.name, table=name)
+    return done[source, layout]

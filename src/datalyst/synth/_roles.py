@@ -8,6 +8,7 @@ times, or whole numbers that are all years) order them in time. How a table is l
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,21 @@ def load_code(record: SourceFile) -> str:
     if info.encoding not in (None, "utf-8", "ascii"):
         options += f", encoding={info.encoding!r}"
     return f"import pandas as pd\n\ndf = pd.read_csv({name!r}{options})\n"
+
+
+def split_loader(code: str) -> tuple[str, str] | None:
+    """``code`` cut after its first top-level statement that assigns ``df``: the loader (what :func:`load_code`
+    writes) and the computation after it. None when no statement assigns ``df``; SyntaxError when ``code`` is not
+    Python."""
+    body, lines = ast.parse(code).body, code.splitlines()
+    for stmt in body:
+        if any(
+            isinstance(node, ast.Name) and node.id == "df" and isinstance(node.ctx, ast.Store)
+            for node in ast.walk(stmt)
+        ):
+            cut = stmt.end_lineno or 0
+            return "\n".join(lines[:cut]).strip("\n"), "\n".join(lines[cut:]).strip("\n")
+    return None
 
 
 def _years(info: ColumnInfo) -> bool:
