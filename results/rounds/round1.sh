@@ -53,7 +53,8 @@ step expert datalyst curate expert "$R/tasks/expert.jsonl" --limit "$EXPERT" --s
 for source in react mcts expert; do
   step "judge-$source" datalyst curate judge "$R/$source" --reflect 0
   step "filter-$source" datalyst curate filter "$R/$source" --strategy non-select
-  step "export-$source" datalyst curate export "$R/$source" --format examples
   step "report-$source" datalyst curate report "$R/$source"
+  if [ -s "$R/$source/kept.jsonl" ]; then step "export-$source" datalyst curate export "$R/$source" --format examples
+  else echo "$source: nothing kept"; fi
 done
 echo "round 1 data done"
