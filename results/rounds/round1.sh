@@ -57,4 +57,14 @@ for source in react mcts expert; do
   if [ -s "$R/$source/kept.jsonl" ]; then step "export-$source" datalyst curate export "$R/$source" --format examples
   else echo "$source: nothing kept"; fi
 done
-echo "round 1 data done"
+
+# 3. The small model trained from its base on the mix (every source's kept trajectories), then the agent as ask runs
+#    it on the dev questions, beside dev-ask-small-fcn (its base) and dev-ask-small-sft-fcn (the earlier SFT).
+exports=()
+for source in react mcts expert; do [ -e "$R/export-$source.done" ] && exports+=("$R/$source/exports"); done
+step sft-small datalyst train sft "${exports[@]}" --model embedded:small --out "$R/sft-small" --batch-size 8 \
+  --max-length 3072 --lr 2e-4 --seed 0
+ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check"
+step dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
+  --concurrency 4 --out "$R/dev-small"
+echo "round 1 done: datalyst eval compare runs/eval/dev-ask-small-fcn $R/dev-small"
