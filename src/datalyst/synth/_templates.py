@@ -794,53 +794,56 @@ def regression(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft("impact.regression", "hard", question, constraints, answers, code, x=x.name, z=z.name, y=y.name)
 
 
-def _charted(draft: Draft, template: str, question: str, plot: str) -> Draft:
-    """``draft`` as a chart request: ``question`` asks for the chart and the same answers, and the solution draws it
-    (``plot``, before the computation)."""
-    code = f"import matplotlib.pyplot as plt\n\n{plot}plt.tight_layout()\n{draft.code}"
-    return Draft(template, TEMPLATES[template][0], draft.level, question, draft.constraints, draft.answers, code,
-                 draft.params, figure=True)  # fmt: skip
+Chosen = dict[str, str]
+"""A draft's choices (its ``params``) as text: the column names its question and solution use."""
 
 
-@template("ranking.top_group_chart", "Ranking")
-def top_group_chart(roles: Roles, rng: random.Random) -> Draft | None:
-    if (draft := top_group(roles, rng)) is None:
-        return None
-    number, category = str(draft.params["number"]), str(draft.params["category"])
-    extreme = "highest" if draft.params["highest"] else "lowest"
-    what, groups = as_words(number), as_words(category)
-    question = rng.choice([
-        f"Draw a bar chart of the average {what} of each {groups}. Which {groups} has the {extreme} average?",
-        f"Plot the mean {what} per {groups} as bars, and name the {groups} whose mean is the {extreme}.",
-    ])  # fmt: skip
-    plot = f"df.groupby({category!r})[{number!r}].mean().sort_values().plot.bar(ylabel={f'mean {what}'!r})\n"
-    return _charted(draft, "ranking.top_group_chart", question, plot)
+def _chart_request(
+    name: str, category: str, base: Template, ask: Callable[[Chosen], list[str]], plot: Callable[[Chosen], str]
+) -> None:
+    """Register template ``name``: ``base``'s question asked with a chart. ``ask`` gives its phrasings and ``plot`` the
+    code that draws the chart, both from the base draft's choices (column names); the solution draws it before
+    computing the same answers."""
+
+    def make(roles: Roles, rng: random.Random) -> Draft | None:
+        if (draft := base(roles, rng)) is None:
+            return None
+        chosen = {key: str(value) for key, value in draft.params.items()}
+        code = f"import matplotlib.pyplot as plt\n\n{plot(chosen)}plt.tight_layout()\n{draft.code}"
+        return Draft(name, category, draft.level, rng.choice(ask(chosen)), draft.constraints, draft.answers, code,
+                     draft.params, figure=True)  # fmt: skip
+
+    template(name, category)(make)
 
 
-@template("correlation.pearson_chart", "Correlation Analysis")
-def pearson_chart(roles: Roles, rng: random.Random) -> Draft | None:
-    if (draft := pearson(roles, rng)) is None:
-        return None
-    x, y = str(draft.params["x"]), str(draft.params["y"])
-    question = rng.choice([
-        f"Make a scatter plot of {as_words(y)} against {as_words(x)}. What is their Pearson correlation?",
-        f"Plot {as_words(x)} (x axis) against {as_words(y)} (y axis) as points, then give Pearson's r between them.",
-    ])  # fmt: skip
-    plot = f"df.plot.scatter(x={x!r}, y={y!r}, s=8)\n"
-    return _charted(draft, "correlation.pearson_chart", question, plot)
+def _extreme(chosen: Chosen) -> str:
+    return "highest" if chosen["highest"] == "True" else "lowest"
 
 
-@template("distribution.histogram_chart", "Distribution Analysis")
-def histogram_chart(roles: Roles, rng: random.Random) -> Draft | None:
-    if (draft := quartiles(roles, rng)) is None:
-        return None
-    number = str(draft.params["number"])
-    question = rng.choice([
-        f"Show the distribution of {as_words(number)} as a histogram, and give its quartiles and interquartile range.",
-        f"Draw a histogram of {as_words(number)}. What are its first and third quartiles, and the range between them?",
-    ])  # fmt: skip
-    plot = f"df[{number!r}].dropna().plot.hist(bins=20, xlabel={as_words(number)!r})\n"
-    return _charted(draft, "distribution.histogram_chart", question, plot)
+_chart_request(
+    "ranking.top_group_chart", "Ranking", top_group,
+    lambda c: [f"Draw a bar chart of the average {as_words(c['number'])} of each {as_words(c['category'])}. Which "
+               f"{as_words(c['category'])} has the {_extreme(c)} average?",
+               f"Plot the mean {as_words(c['number'])} per {as_words(c['category'])} as bars, and name the "
+               f"{as_words(c['category'])} whose mean is the {_extreme(c)}."],
+    lambda c: f"df.groupby({c['category']!r})[{c['number']!r}].mean().sort_values().plot.bar()\n",
+)  # fmt: skip
+_chart_request(
+    "correlation.pearson_chart", "Correlation Analysis", pearson,
+    lambda c: [f"Make a scatter plot of {as_words(c['y'])} against {as_words(c['x'])}. What is their Pearson "
+               "correlation?",
+               f"Plot {as_words(c['x'])} (x axis) against {as_words(c['y'])} (y axis) as points, then give Pearson's r "
+               "between them."],
+    lambda c: f"df.plot.scatter(x={c['x']!r}, y={c['y']!r}, s=8)\n",
+)  # fmt: skip
+_chart_request(
+    "distribution.histogram_chart", "Distribution Analysis", quartiles,
+    lambda c: [f"Show the distribution of {as_words(c['number'])} as a histogram, and give its quartiles and "
+               "interquartile range.",
+               f"Draw a histogram of {as_words(c['number'])}. What are its first and third quartiles, and the range "
+               "between them?"],
+    lambda c: f"df[{c['number']!r}].dropna().plot.hist(bins=20)\n",
+)  # fmt: skip
 
 
 def snake(text: str) -> str:
