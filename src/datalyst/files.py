@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once at import: there is no way to read it without setting it
@@ -29,3 +31,14 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def save_figure(figure: Any, path: str | Path, *, dpi: int = 100) -> None:
+    """Lay out a matplotlib ``figure``, write it to ``path`` as a PNG (atomically) and close it."""
+    import matplotlib.pyplot as plt
+
+    png = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(png, format="png", dpi=dpi)
+    plt.close(figure)
+    write_atomic(path, png.getvalue())

@@ -8,7 +8,6 @@ trajectories, each dropped one with its stage and reason, each linked to its own
 from __future__ import annotations
 
 import importlib.resources
-import io
 import random
 import statistics
 from collections import Counter
@@ -24,7 +23,7 @@ from datalyst.curate._judge import JudgeSummary, read_verdicts, verified
 from datalyst.curate._records import Curated
 from datalyst.curate._run import RunFolder
 from datalyst.curate._select import Dropped
-from datalyst.files import write_atomic
+from datalyst.files import save_figure, write_atomic
 from datalyst.jsonl import read_appended
 from datalyst.provenance import read_manifest
 
@@ -236,27 +235,20 @@ def _plot(report: CurationReport, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    def save(figure: object, name: str) -> None:
-        png = io.BytesIO()
-        figure.tight_layout()  # type: ignore[attr-defined]
-        figure.savefig(png, format="png", dpi=100)  # type: ignore[attr-defined]
-        plt.close(figure)  # type: ignore[arg-type]
-        write_atomic(out / name, png.getvalue())
-
     figure, axes = plt.subplots(figsize=(8, 3.5))
     stages = [("sampled", report.trajectories)] + [(s.stage, s.kept) for s in report.funnel]
     axes.bar([s for s, _ in stages], [n for _, n in stages], color="C0")
     axes.set_ylabel("trajectories")
     axes.set_title("Trajectories left after each stage")
     axes.tick_params(axis="x", rotation=30)
-    save(figure, "funnel.png")
+    save_figure(figure, out / "funnel.png")
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for axes, name in ((left, "stratum"), (right, "category")):
         counts = report.mix.get(name, {})
         axes.barh(list(counts)[::-1], list(counts.values())[::-1], color="C1")
         axes.set_title(f"Kept trajectories by {name}")
-    save(figure, "mix.png")
+    save_figure(figure, out / "mix.png")
 
     figure, axes = plt.subplots(figsize=(6, 3.5))
     names = list(report.lengths)
@@ -265,7 +257,7 @@ def _plot(report: CurationReport, out: Path) -> None:
     axes.set_yscale("symlog")
     axes.legend()
     axes.set_title("Lengths of kept trajectories")
-    save(figure, "lengths.png")
+    save_figure(figure, out / "lengths.png")
 
 
 def _index_html(

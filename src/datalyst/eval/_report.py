@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +13,7 @@ from datalyst.agent import Trajectory, to_html
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._metrics import Behaviour, PassRates, behaviour, humaneval_pass_at_k, pass_rates
 from datalyst.eval._verdicts import Verdict
-from datalyst.files import write_atomic
+from datalyst.files import save_figure, write_atomic
 from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
 from datalyst.provenance import git_revision, short_revision
 from datalyst.search import Cost
@@ -391,8 +390,4 @@ def draw_chart(report: EvalReport, path: Path) -> None:
     axes.set_ylim(0, 100)
     axes.set_title(f"{report.config.bench}: {report.config.model}")
     axes.legend(fontsize="small", ncols=len(report.dialects))
-    figure.tight_layout()
-    png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=100)
-    plt.close(figure)
-    write_atomic(path, png.getvalue())
+    save_figure(figure, path)

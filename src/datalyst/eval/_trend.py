@@ -3,7 +3,6 @@ the share of runs answered, as a table and a PNG."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval._metrics import Estimate
 from datalyst.eval._report import EvalReport
-from datalyst.files import write_atomic
+from datalyst.files import save_figure
 
 
 class TrendPoint(BaseModel):
@@ -69,11 +68,7 @@ def draw_trend(points: Sequence[TrendPoint], path: str | Path, title: str = "") 
     axes.set_ylim(0, 100)
     axes.set_title(title)
     axes.legend(fontsize="small", loc="lower right")
-    figure.tight_layout()
-    png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=100)
-    plt.close(figure)
-    write_atomic(Path(path), png.getvalue())
+    save_figure(figure, path)
 
 
 def _report(run: Path) -> EvalReport:

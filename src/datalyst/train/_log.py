@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from datalyst.files import write_atomic
+from datalyst.files import save_figure, write_atomic
 from datalyst.jsonl import read_appended
 
 
@@ -58,6 +58,4 @@ def plot_curve(log: Sequence[StepLog], png: Path, *, key: str, title: str) -> No
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set(xlabel="step", ylabel=key, title=title)
     axes.legend()
-    figure.tight_layout()
-    figure.savefig(png, dpi=120)
-    plt.close(figure)
+    save_figure(figure, png, dpi=120)
