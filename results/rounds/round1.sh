@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.."
 R=${R:-runs/rounds/r1}   # the round's folder, and what it draws: set them to try the round small elsewhere
 S=${S:-runs/synth}       # the synthesized tasks, shared by every round
 POLICY=${POLICY:-embedded:medium}
-TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} SEARCHED=${SEARCHED:-8} EXPERT=${EXPERT:-800}
+TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} FOLLOWUPS=${FOLLOWUPS:-12} SEARCHED=${SEARCHED:-8}
+EXPERT=${EXPERT:-800}
 SIMULATIONS=${SIMULATIONS:-50}  # JUPITER's collection
 mkdir -p "$R" "$S"
 step() {  # step NAME COMMAND...: COMMAND once; each command resumes by itself, so a stopped step goes on
@@ -19,16 +20,19 @@ step() {  # step NAME COMMAND...: COMMAND once; each command resumes by itself, 
   if "$@" > "$R/$name.log" 2>&1; then touch "$R/$name.done"; else echo "failed: $name (see $R/$name.log)"; exit 1; fi
 }
 
-# 1. Tasks: the corpus's tables (decontaminated against the benchmarks), templates, SQL and trap datasets, each task's
-#    file rewritten in turn as every kind the agent reads; some drawn for the policy (a few of them searched too),
-#    the rest of the templates the expert's.
+# 1. Tasks: the corpus's tables (decontaminated against the benchmarks), templates, SQL, trap datasets and follow-up
+#    questions (two template questions on one file, in one conversation), each task's file rewritten in turn as every
+#    kind the agent reads; some drawn for the policy (a few of them searched too), the rest of the templates the
+#    expert's.
 step files datalyst synth files ../shared/corpus --out $S/files.jsonl
 step templates datalyst synth templates $S/files.jsonl --out $S/templates.jsonl
 step sql datalyst synth sql $S/files.jsonl --out $S/sql.jsonl
 step datasets datalyst synth datasets --out $S/datasets.jsonl --per-family 20
+step followups datalyst synth followups $S/templates.jsonl --out $S/followups.jsonl
 KINDS=csv,json,json-nested,tsv,xlsx,xlsx-sheets,parquet,sqlite,jsonl
 step convert datalyst synth convert $S/templates.jsonl --out "$R/tasks/templates.jsonl" --kinds "$KINDS"
 step convert-datasets datalyst synth convert $S/datasets.jsonl --out "$R/tasks/datasets.jsonl" --kinds "$KINDS"
+step convert-followups datalyst synth convert $S/followups.jsonl --out "$R/tasks/followups.jsonl" --kinds "$KINDS"
 step split python -c "
 import random
 from datalyst.tasks import read_tasks, write_tasks
@@ -37,6 +41,7 @@ def drawn(path, k, seed=1):
     return random.Random(seed).sample(tasks, min(k, len(tasks)))
 templates = drawn('$R/tasks/templates.jsonl', 10**9)  # all of them, shuffled
 policy = templates[:$TEMPLATES] + drawn('$R/tasks/datasets.jsonl', $DATASETS) + drawn('$S/sql.jsonl', $SQL)
+policy += drawn('$R/tasks/followups.jsonl', $FOLLOWUPS)
 write_tasks(policy, '$R/tasks/policy.jsonl')
 write_tasks(templates[:$SEARCHED], '$R/tasks/search.jsonl')  # searched too: both sources' cost on the same tasks
 write_tasks(templates[$TEMPLATES:], '$R/tasks/expert.jsonl')"

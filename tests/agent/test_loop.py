@@ -225,6 +225,30 @@ def test_a_follow_up_goes_on_in_the_same_sandbox_and_records_what_came_before(ta
     assert page.count("<section>") == 2 and "Largest sale?" in page
 
 
+def test_a_follow_up_task_is_asked_after_its_earlier_questions_in_one_conversation(task):
+    from datalyst.tasks import Asked
+
+    model = RecordingModel(
+        [
+            code("import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(len(df))"),
+            answer("@rows[5]"),
+            code("print(round(df['revenue'].sum(), 2))"),  # df is still defined: the same sandbox
+            answer("@total_revenue[1]"),
+        ]
+    )
+    follow_up = task.model_copy(update={"earlier": [Asked(question="How many rows?", format="@rows[value]")]})
+    trajectory = asyncio.run(Agent(model, AgentConfig(), guidance=lambda t: "A hint.").arun(follow_up, trial=2))
+    assert trajectory.task == follow_up and trajectory.trial == 2 and trajectory.id.endswith("2")
+    assert [turn.result.ok for turn in trajectory.turns if turn.result] == [True]
+    assert trajectory.answer == "@total_revenue[1]"
+    assert trajectory.first_message.startswith("Next question") and task.question in trajectory.first_message
+    first_question = trajectory.earlier[0].content
+    assert "How many rows?" in first_question and "@rows[value]" in first_question and "A hint." not in first_question
+    assert [m.content for m in trajectory.earlier[1:]] == [m.content for m in model.seen[1][2:]] + [answer("@rows[5]")]
+    training = to_messages(trajectory)
+    assert [m.is_environment for m in training] == [True] * 6 + [False, True, False]
+
+
 def test_a_dialect_without_follow_ups_says_so():
     from datalyst.agent import get_dialect
     from datalyst.errors import ConfigError

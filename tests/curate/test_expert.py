@@ -36,7 +36,7 @@ from datalyst.curate._mistakes import (
 from datalyst.curate._solution import compute_cells
 from datalyst.errors import ConfigError
 from datalyst.judge import judge_for
-from datalyst.tasks import Task
+from datalyst.tasks import Asked, Task
 
 SLOPE = """import pandas as pd
 
@@ -179,9 +179,11 @@ def test_a_rollout_of_the_expert_resumes_without_writing_again(slope_task, score
 def test_tasks_without_a_usable_solution_are_not_offered(slope_task):
     bare = slope_task.model_copy(update={"id": "bare", "solution": None})
     unloaded = slope_task.model_copy(update={"id": "unloaded", "solution": "print('@x[1]')\n"})
-    playable, skipped = expert_tasks([bare, slope_task, unloaded])
-    assert playable == [slope_task] and set(skipped) == {"bare", "unloaded"}
+    follow_up = slope_task.model_copy(update={"id": "follow-up", "earlier": [Asked(question="How many rows?")]})
+    playable, skipped = expert_tasks([bare, slope_task, unloaded, follow_up])
+    assert playable == [slope_task] and set(skipped) == {"bare", "unloaded", "follow-up"}
     assert "has no solution" in skipped["bare"] and "`df`" in skipped["unloaded"]
+    assert "one question per conversation" in skipped["follow-up"]
     with pytest.raises(ConfigError, match="has no solution"):
         play(bare)
 

@@ -17,6 +17,7 @@ def test_the_report_counts_every_stage_and_shows_kept_and_dropped_examples(judge
     assert report.ground_truth_yield == 1.0 and report.consistency_yield == 1.0 and report.judge is None
     assert [(s.stage, s.kept) for s in report.funnel] == [("select", 7), ("dedup", 6)]
     assert report.mix["category"] == {"Ranking": 4, "Counting": 2} and report.mix["format"] == {"csv": 4, "none": 2}
+    assert report.mix["asks"] == {"answer": 6}
     assert report.mix["stratum"] == {"success": 6} and report.mix["selected_by"] == {
         "consistency": 4,
         "ground_truth": 2,

@@ -224,7 +224,25 @@ class Agent:
         return state
 
     async def start(self, task: Task, *, trial: int = 0, executor: Executor | None = None) -> AgentState:
-        """The state before the first turn: the opening prompt written, the sandbox starting."""
+        """The state before the first turn on ``task``'s question: the opening prompt written, the sandbox starting.
+
+        A follow-up task's earlier questions are put first, each answered by the model in the same conversation and
+        sandbox (:meth:`follow_up`); the state returned asks ``task``'s own question after them.
+        """
+        if not task.earlier:
+            return await self._open(task, trial, executor, guided=True)
+        first, *rest = task.earlier_tasks()
+        state = await self._open(first, trial, executor, guided=False)
+        try:
+            for question in (*rest, task):
+                state = self.follow_up(await self.drive(state), question)
+        except BaseException:
+            await self.close(state)
+            raise
+        return state
+
+    async def _open(self, task: Task, trial: int, executor: Executor | None, *, guided: bool) -> AgentState:
+        """The opening prompt of ``task`` (with the sampling guidance when ``guided``), its sandbox starting."""
         context = await asyncio.get_running_loop().run_in_executor(
             executor, build_context, task, self.config.max_file_info_chars
         )
@@ -241,7 +259,7 @@ class Agent:
             else:  # the model reads the files itself, as without preload (the cell's output is not shown)
                 setup = None
         system, first = self.dialect.opening(context)
-        hint = self.guidance(task).strip() if self.guidance else ""
+        hint = self.guidance(task).strip() if self.guidance and guided else ""
         added = f"\n\n{hint}" if hint else ""
         first += added
         trajectory = self.new_trajectory(
@@ -257,7 +275,7 @@ class Agent:
         first = self.dialect.follow_up(task)
         system, *earlier = state.messages
         trajectory = self.new_trajectory(
-            task, 0, system_prompt=system.content, earlier=earlier, first_message=first,
+            task, state.trajectory.trial, system_prompt=system.content, earlier=earlier, first_message=first,
             termination=Termination.MAX_TURNS,
         )  # fmt: skip
         messages = (*state.messages, ChatMessage(role=Role.USER, content=first))

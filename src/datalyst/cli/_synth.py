@@ -34,6 +34,7 @@ from datalyst.synth import (
     collect_files,
     convert_tasks,
     make_dataset_tasks,
+    make_follow_ups,
     make_notebook_tasks,
     make_query_tasks,
     make_sequence_tasks,
@@ -261,6 +262,24 @@ def convert_command(
     write_tasks(converted, out)
     counts = {layout: sum(Path(path).parent.name == layout for t in converted for path in t.files) for layout in chosen}
     Console(stderr=True).print(f"{len(converted)} tasks written to {out}; files by format: {counts}")
+
+
+@synth_app.command("followups")
+def followups_command(
+    tasks: Annotated[
+        Path, typer.Argument(help="A task file (JSONL), e.g. synth templates' output.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option(help="The follow-up tasks (JSONL).")],
+    per_files: Annotated[int, typer.Option(help="Follow-up tasks made for each set of files the tasks share.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the pairing.")] = 0,
+) -> None:
+    """Pair tasks on the same files into two-question conversations: the agent answers one question, then the
+    task's own in the same sandbox (only the second is judged)."""
+    if per_files < 1:
+        raise ConfigError(f"--per-files must be at least 1, not {per_files}")
+    made = make_follow_ups(read_tasks(tasks), per_files=per_files, seed=seed)
+    write_tasks(made, out)
+    Console(stderr=True).print(f"{len(made)} follow-up tasks written to {out}")
 
 
 @synth_app.command("show")

@@ -109,6 +109,9 @@ def expert_tasks(tasks: Iterable[Task]) -> tuple[list[Task], dict[str, str]]:
     """The tasks the expert can play, and why it cannot play each of the others (task id -> reason)."""
     playable, skipped = [], {}
     for task in tasks:
+        if task.earlier:
+            skipped[task.id] = "a follow-up question: the expert plays one question per conversation"
+            continue
         try:
             split_solution(task)
         except ConfigError as exc:

@@ -26,6 +26,7 @@ from datalyst.curate._select import Dropped
 from datalyst.files import save_figure, write_atomic
 from datalyst.jsonl import read_appended
 from datalyst.provenance import read_manifest
+from datalyst.tasks import Task
 
 _FIX = "run `datalyst curate filter` again"
 
@@ -113,6 +114,7 @@ def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = Non
             "category": _counts(c.trajectory.task.category or "none" for c in kept),
             "level": _counts(c.trajectory.task.level or "none" for c in kept),
             "format": _counts(_file_format(c.trajectory) for c in kept),
+            "asks": _counts(_asks(c.trajectory.task) for c in kept),
             "stratum": _counts(c.stratum.value for c in kept),
             "selected_by": _counts(c.selected_by for c in kept),
         },
@@ -124,6 +126,12 @@ def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = Non
         recovered=sum(_failed_cells(c.trajectory) > 0 for c in kept),
         spent=_spent(run, trajectories, len(kept)),
     )
+
+
+def _asks(task: Task) -> str:
+    """What the question asks for: an answer or a chart too, and whether it follows an earlier question."""
+    asks = "chart" if task.figure else "answer"
+    return f"follow-up {asks}" if task.earlier else asks
 
 
 def _failed_cells(trajectory: Trajectory) -> int:

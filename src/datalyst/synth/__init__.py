@@ -16,6 +16,7 @@ from datalyst.synth._files import (
     find_data_files,
     read_source_files,
 )
+from datalyst.synth._followups import make_follow_ups
 from datalyst.synth._mining import CATEGORIES as NOTEBOOK_CATEGORIES
 from datalyst.synth._mining import MiningOptions, NotebookFunnel, make_notebook_tasks
 from datalyst.synth._notebooks import TEACHING_DATASETS, AddressMap, NotebookFilters
@@ -64,6 +65,7 @@ __all__ = [
     "draw_sequences",
     "find_data_files",
     "make_dataset_tasks",
+    "make_follow_ups",
     "make_notebook_tasks",
     "make_query_tasks",
     "make_sequence_tasks",

@@ -6,9 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """3 added ``solution`` and ``lineage`` (synthesized tasks); 4 added ``tests``, ``check`` and ``entry_point``
-(tasks whose answer is a program); 5 added ``figure`` (questions that ask for a chart)."""
+(tasks whose answer is a program); 5 added ``figure`` (questions that ask for a chart); 6 added ``earlier``
+(follow-up questions)."""
 
 JudgeName = Literal["dabench", "tablebench", "sql", "csv", "rule", "llm", "cases", "humaneval"]
 """How an answer is checked: ``dabench`` (official ``@name[value]`` rules), ``tablebench``
@@ -25,6 +26,16 @@ class Case(BaseModel):
 
     input: str
     output: str
+
+
+class Asked(BaseModel):
+    """A question put earlier in the same conversation as a follow-up task's own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: str
+    constraints: str = ""
+    format: str = ""
 
 
 class Lineage(BaseModel):
@@ -85,3 +96,13 @@ class Task(BaseModel):
     figure: bool = False
     """The question asks for a chart as well as its answer: a run that saved no figure did not do what was asked
     (curation drops it)."""
+    earlier: list[Asked] = []
+    """A follow-up task: the questions about the same files the agent answers first, in order, in the same
+    conversation and sandbox; only the answer to ``question`` is judged."""
+
+    def earlier_tasks(self) -> list[Task]:
+        """The earlier questions as tasks of their own: the same files, no gold answer."""
+        return [
+            Task(id=f"{self.id}~{index}", files=self.files, source=self.source, **asked.model_dump())
+            for index, asked in enumerate(self.earlier, 1)
+        ]
