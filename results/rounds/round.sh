@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# One round of expert iteration (issue 41, docs/RESULTS.md): fresh verified tasks in every file kind that no earlier
+# round drew, the policy's sampled and searched trajectories on them judged and filtered, the offline expert's beside
+# them, and the small model trained from its base on every round's kept trajectories so far. Every step resumes where
+# it stopped; a finished step leaves runs/rounds/rK/NAME.done (a shared one, runs/synth/NAME.done).
+# Run from anywhere: nohup results/rounds/round.sh 1 > runs/rounds/r1.log 2>&1 &
+# A later round samples the best model so far: POLICY="embedded:small?adapter=runs/rounds/r1/sft-small/adapter" ...
+set -u
+cd "$(dirname "$0")/../.."
+. .venv/bin/activate
+K=${1:?usage: round.sh ROUND (1, 2, ...)}
+ROUNDS=${ROUNDS:-runs/rounds}  # every round's folder, rJ; this one's is $R (set these to try rounds small elsewhere)
+R=$ROUNDS/r$K
+S=${S:-runs/synth}             # the synthesized tasks, shared by every round
+POLICY=${POLICY:-embedded:medium}
+TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} FOLLOWUPS=${FOLLOWUPS:-12} SEARCHED=${SEARCHED:-8}
+EXPERT=${EXPERT:-800}
+SIMULATIONS=${SIMULATIONS:-50}  # JUPITER's collection
+mkdir -p "$R/tasks" "$S"
+step() {  # step DIR NAME COMMAND...: COMMAND once; each command resumes by itself, so a stopped step goes on
+  local dir=$1 name=$2; shift 2
+  [ -e "$dir/$name.done" ] && return 0
+  echo "== $(date -u +%H:%M) $name"
+  if "$@" > "$dir/$name.log" 2>&1; then touch "$dir/$name.done"; else echo "failed: $name (see $dir/$name.log)"; exit 1; fi
+}
+
+# 1. Tasks, made once for every round: the corpus's tables (decontaminated against the benchmarks), templates, SQL,
+#    trap datasets and follow-up questions (two template questions on one file, in one conversation), each task's
+#    file rewritten in turn as every kind the agent reads.
+step $S files datalyst synth files ../shared/corpus --out $S/files.jsonl
+step $S templates datalyst synth templates $S/files.jsonl --out $S/templates.jsonl
+step $S sql datalyst synth sql $S/files.jsonl --out $S/sql.jsonl
+step $S datasets datalyst synth datasets --out $S/datasets.jsonl --per-family 20
+step $S followups datalyst synth followups $S/templates.jsonl --out $S/followups.jsonl
+KINDS=csv,json,json-nested,tsv,xlsx,xlsx-sheets,parquet,sqlite,jsonl
+for set in templates datasets followups; do
+  step $S "kinds-$set" datalyst synth convert $S/$set.jsonl --out "$S/kinds/$set.jsonl" --kinds "$KINDS"
+done
+# This round's draw (seeded by the round) from the tasks no earlier round drew (their ids in rJ/tasks/drawn.txt):
+# some for the policy (a few of them searched too), templates for the expert.
+step "$R" draw python -c "
+import glob, random
+from datalyst.tasks import read_tasks, write_tasks
+others = [path for path in glob.glob('$ROUNDS/r*/tasks/drawn.txt') if path != '$R/tasks/drawn.txt']
+drawn_before = {line.strip() for path in others for line in open(path)}
+rng = random.Random($K)
+def draw(path, k):
+    fresh = [task for task in read_tasks(path) if task.id not in drawn_before]
+    return rng.sample(fresh, min(k, len(fresh)))
+templates = draw('$S/kinds/templates.jsonl', $TEMPLATES + $EXPERT)
+policy = templates[:$TEMPLATES] + draw('$S/kinds/datasets.jsonl', $DATASETS) + draw('$S/sql.jsonl', $SQL)
+policy += draw('$S/kinds/followups.jsonl', $FOLLOWUPS)
+write_tasks(policy, '$R/tasks/policy.jsonl')
+write_tasks(templates[:$SEARCHED], '$R/tasks/search.jsonl')  # searched too: both sources' cost on the same tasks
+write_tasks(templates[$TEMPLATES:], '$R/tasks/expert.jsonl')
+open('$R/tasks/drawn.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id for t in policy + templates}))"
+
+# 2. Trajectories from three sources, each curated alone (its report says what a kept trajectory cost):
+#    the policy sampled (n = 4, DataMind's sampling with the category's workflow), the policy searching (JUPITER's
+#    collection), and the offline expert playing the templates' solutions.
+SAMPLE="--model $POLICY --dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
+step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" $SAMPLE --out "$R/react"
+step "$R" search datalyst search run "$R/tasks/search.jsonl" --seed "$K" --collect --simulations "$SIMULATIONS" \
+  --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
+step "$R" trees datalyst curate trees "$R/trees" --out "$R/mcts"
+step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
+for source in react mcts expert; do
+  step "$R" "judge-$source" datalyst curate judge "$R/$source" --reflect 0
+  step "$R" "filter-$source" datalyst curate filter "$R/$source" --strategy non-select
+  step "$R" "report-$source" datalyst curate report "$R/$source"
+  if [ -s "$R/$source/kept.jsonl" ]; then step "$R" "export-$source" datalyst curate export "$R/$source" --format examples
+  else echo "$source: nothing kept"; fi
+done
+
+# 3. The small model trained from its base on every round's kept trajectories up to this one, then the agent as ask
+#    runs it on the dev questions, beside dev-ask-small-fcn (its base) and dev-ask-small-sft-fcn (the earlier SFT).
+exports=()
+for round in $(seq 1 "$K"); do
+  for source in react mcts expert; do
+    [ -e "$ROUNDS/r$round/export-$source.done" ] && exports+=("$ROUNDS/r$round/$source/exports")
+  done
+done
+step "$R" sft-small datalyst train sft "${exports[@]}" --model embedded:small --out "$R/sft-small" --batch-size 8 \
+  --max-length 3072 --lr 2e-4 --seed 0
+ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check"
+step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
+  --concurrency 4 --out "$R/dev-small"
+echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn $R/dev-small"
+echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn $ROUNDS/r*/dev-small --out results/rounds/trend.png"
