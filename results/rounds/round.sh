@@ -17,6 +17,22 @@ TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} FOLLOWUPS=${FO
 EXPERT=${EXPERT:-800}
 SIMULATIONS=${SIMULATIONS:-50}  # JUPITER's collection
 mkdir -p "$R/tasks" "$S"
+saved=results/rounds/r$K  # what save.sh kept of this round on another machine
+if [ "$ROUNDS" = runs/rounds ] && [ -d "$saved" ]; then
+  for source in react expert; do
+    if [ -s "$saved/$source/samples.jsonl.gz" ] && [ ! -s "$R/$source/samples.jsonl" ]; then
+      mkdir -p "$R/$source" && cp "$saved/$source/"*.json "$R/$source/"
+      gunzip -c "$saved/$source/samples.jsonl.gz" > "$R/$source/samples.jsonl"
+    fi
+  done
+  [ -s "$saved/trees.tar.gz" ] && [ ! -d "$R/trees" ] && tar -C "$R" -xzf "$saved/trees.tar.gz"
+  [ -s "$saved/sft-small.tar.gz" ] && [ ! -d "$R/sft-small" ] && tar -C "$R" -xzf "$saved/sft-small.tar.gz" &&
+    touch "$R/sft-small.done"
+  if [ -d "$saved/dev-small/trajectories" ] && [ ! -d "$R/dev-small" ]; then
+    mkdir -p "$R/dev-small/trajectories" && cp "$saved/dev-small/config.json" "$R/dev-small/"
+    for f in "$saved"/dev-small/trajectories/*.gz; do gunzip -c "$f" > "$R/dev-small/trajectories/$(basename "$f" .gz)"; done
+  fi
+fi
 step() {  # step DIR NAME COMMAND...: COMMAND once; each command resumes by itself, so a stopped step goes on
   local dir=$1 name=$2; shift 2
   [ -e "$dir/$name.done" ] && return 0
