@@ -58,6 +58,13 @@ def test_eval_run_then_compare(datalyst, replay_spec, tmp_path, dabench_tables):
     compared = datalyst("eval", "compare", str(runs[0]), str(runs[1]))
     assert compared.returncode == 0, compared.stderr
     assert "datamind (2 shared tasks)" in compared.stdout and "not significant" in compared.stdout
+    by_level = datalyst("eval", "compare", str(runs[0]), str(runs[1]), "--by", "level", "--json")
+    assert by_level.returncode == 0, by_level.stderr
+    groups = json.loads(by_level.stdout)["dialects"][0]["groups"]
+    assert sum(g["n_tasks"] for g in groups.values()) == 2 and set(groups) <= {"easy", "medium", "hard"}
+    by_format = datalyst("eval", "compare", str(runs[0]), str(runs[1]), "--by", "format")
+    assert "pass@1 by format:" in by_format.stdout and "csv (2): A 50.0  B 50.0" in by_format.stdout
+    assert report["dialects"][0]["by_format"]["csv"]["n_tasks"] == 2
     within = datalyst(
         "eval", "compare", str(runs[1]), str(runs[1]), "--dialect-a", "datamind", "--dialect-b", "jupiter"
     )

@@ -23,6 +23,7 @@ from datalyst.eval import (
     RESPONSES,
     EvalConfig,
     EvalReport,
+    GroupBy,
     areformat_responses,
     arun_eval,
     ascore_run,
@@ -371,10 +372,13 @@ def compare_command(
     run_b: Annotated[Path, typer.Argument(help="The run compared with it.", show_default=False)],
     dialect_a: Annotated[str | None, typer.Option(help="Compare only this dialect of RUN_A.")] = None,
     dialect_b: Annotated[str | None, typer.Option(help="...with this dialect of RUN_B (may be RUN_A again).")] = None,
+    by: Annotated[
+        GroupBy | None, typer.Option(help="Also compare pass@1 in each group of tasks: level, category or format.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Print B - A on the tasks both runs share, per dialect, with a paired test of significance."""
-    comparison = compare_runs(run_a, run_b, dialect_a=dialect_a, dialect_b=dialect_b)
+    comparison = compare_runs(run_a, run_b, dialect_a=dialect_a, dialect_b=dialect_b, by=by)
     if as_json:
         print(comparison.model_dump_json(indent=2))
     else:

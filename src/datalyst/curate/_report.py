@@ -113,7 +113,7 @@ def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = Non
         mix={
             "category": _counts(c.trajectory.task.category or "none" for c in kept),
             "level": _counts(c.trajectory.task.level or "none" for c in kept),
-            "format": _counts(_file_format(c.trajectory) for c in kept),
+            "format": _counts(c.trajectory.task.file_format for c in kept),
             "asks": _counts(_asks(c.trajectory.task) for c in kept),
             "stratum": _counts(c.stratum.value for c in kept),
             "selected_by": _counts(c.selected_by for c in kept),
@@ -213,11 +213,6 @@ def _agent_tokens(trajectory: Trajectory, count_tokens: Callable[[str], int] | N
         else:
             total += turn.completion_tokens
     return total
-
-
-def _file_format(trajectory: Trajectory) -> str:
-    files = trajectory.task.files
-    return Path(files[0]).suffix.lstrip(".").lower() or "none" if files else "none"
 
 
 def _counts(values: object) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Evaluation: benchmarks by name, runs of the agent over tasks x trials, verdicts, pass@k and reports."""
 
 from datalyst.eval._benches import BENCHES, load_bench
-from datalyst.eval._compare import Comparison, Difference, compare_runs, paired_difference
+from datalyst.eval._compare import Comparison, Difference, GroupBy, compare_runs, paired_difference
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
 from datalyst.eval._failures import failure_counts, failure_kind
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
@@ -36,6 +36,7 @@ __all__ = [
     "Estimate",
     "EvalConfig",
     "EvalReport",
+    "GroupBy",
     "PassRates",
     "Pool",
     "TrendPoint",

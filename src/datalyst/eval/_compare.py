@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -9,10 +10,20 @@ from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError
 from datalyst.eval._metrics import Estimate, bootstrap, score_matrix
+from datalyst.eval._report import group_order
 from datalyst.eval._run import dialects_of, read_verdicts
+from datalyst.tasks import read_tasks
 
 PERMUTATIONS = 10_000
 SIGNIFICANCE = 0.05
+
+
+class GroupBy(StrEnum):
+    """How ``compare_runs`` groups tasks: by difficulty level, category or the format of the task's file."""
+
+    LEVEL = "level"
+    CATEGORY = "category"
+    FORMAT = "format"
 
 
 class Difference(BaseModel):
@@ -32,6 +43,15 @@ class Difference(BaseModel):
         return self.p_value < SIGNIFICANCE
 
 
+class GroupComparison(BaseModel):
+    """pass@1's difference on the shared tasks of one group (a level, a category, a file format)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n_tasks: int
+    pass_at_1: Difference
+
+
 class DialectComparison(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -40,11 +60,14 @@ class DialectComparison(BaseModel):
     n_tasks: int
     pass_at_1: Difference
     pass_at_k: Difference
+    groups: dict[str, GroupComparison] = {}
+    """By ``Comparison.by`` when it is set: tasks in no group (no level, say) are left out."""
 
 
 class Comparison(BaseModel):
     run_a: str
     run_b: str
+    by: GroupBy | None = None
     dialects: list[DialectComparison]
 
     def render(self) -> str:
@@ -58,6 +81,14 @@ class Comparison(BaseModel):
                     f"  {label}: A {100 * diff.a:.1f}  B {100 * diff.b:.1f}  B-A {diff.delta}  "
                     f"p={diff.p_value:.3f} ({verdict} at {SIGNIFICANCE})"
                 )
+            if d.groups:
+                lines.append(f"  pass@1 by {self.by}:")
+            for name, group in d.groups.items():
+                diff = group.pass_at_1
+                lines.append(
+                    f"    {name} ({group.n_tasks}): A {100 * diff.a:.1f}  B {100 * diff.b:.1f}  B-A {diff.delta}  "
+                    f"p={diff.p_value:.3f}"
+                )
         return "\n".join(lines)
 
 
@@ -67,12 +98,14 @@ def compare_runs(
     *,
     dialect_a: str | None = None,
     dialect_b: str | None = None,
+    by: GroupBy | None = None,
     seed: int = 0,
 ) -> Comparison:
     """Compare the dialects both runs share (or their only dialects, when each has one).
 
     ``dialect_a`` and ``dialect_b`` pick one dialect of each run instead; with the same run twice
-    this compares two dialects of one run.
+    this compares two dialects of one run. ``by`` adds pass@1's difference in each group of tasks: by
+    difficulty level, category or the format of the task's file (read from the runs' ``tasks.jsonl``).
     """
     verdicts_a, verdicts_b = read_verdicts(run_a), read_verdicts(run_b)
     dialects_a, dialects_b = dialects_of(verdicts_a), dialects_of(verdicts_b)
@@ -95,6 +128,12 @@ def compare_runs(
             raise ConfigError(f"{run_a} and {run_b} share no task; compare runs of the same benchmark")
         rows_a = matrix_a[[ids_a.index(i) for i in shared]]
         rows_b = matrix_b[[ids_b.index(i) for i in shared]]
+        groups = {}
+        if by is not None:
+            members = _groups(shared, by, run_a, run_b)
+            for name, indices in members.items():
+                a, b = rows_a[indices].mean(axis=1), rows_b[indices].mean(axis=1)
+                groups[name] = GroupComparison(n_tasks=len(indices), pass_at_1=paired_difference(a, b, seed=seed))
         compared.append(
             DialectComparison(
                 dialect_a=dialect_a,
@@ -102,9 +141,26 @@ def compare_runs(
                 n_tasks=len(shared),
                 pass_at_1=paired_difference(rows_a.mean(axis=1), rows_b.mean(axis=1), seed=seed),
                 pass_at_k=paired_difference(rows_a.max(axis=1), rows_b.max(axis=1), seed=seed),
+                groups=groups,
             )
         )
-    return Comparison(run_a=str(run_a), run_b=str(run_b), dialects=compared)
+    return Comparison(run_a=str(run_a), run_b=str(run_b), by=by, dialects=compared)
+
+
+def _groups(task_ids: list[str], by: GroupBy, run_a: str | Path, run_b: str | Path) -> dict[str, list[int]]:
+    """The positions in ``task_ids`` of each group's tasks, groups in report order (levels easiest first)."""
+    tasks = {}
+    for run in (run_a, run_b):
+        path = Path(run) / "tasks.jsonl"
+        if not path.is_file():
+            raise ConfigError(f"{run} has no tasks.jsonl, so its tasks cannot be grouped by {by}")
+        tasks |= {task.id: task for task in read_tasks(path)}
+    attribute = {GroupBy.LEVEL: "level", GroupBy.CATEGORY: "category", GroupBy.FORMAT: "file_format"}[by]
+    members: dict[str, list[int]] = {}
+    for index, task_id in enumerate(task_ids):
+        if task_id in tasks and (name := getattr(tasks[task_id], attribute)) is not None:
+            members.setdefault(name, []).append(index)
+    return {name: members[name] for name in sorted(members, key=group_order)}
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, *, seed: int = 0) -> Difference:

@@ -50,6 +50,8 @@ class DialectReport(BaseModel):
     behaviour: Behaviour
     by_level: dict[str, PassRates]
     by_category: dict[str, PassRates]
+    by_format: dict[str, PassRates] = {}
+    """By the format of the task's first file (``Task.file_format``)."""
     dabench: dict[str, DABenchFigures] | None = None
     """DABench runs: the figures of the ``raw`` answers and, when the run reformats them, of the
     ``reformatted`` ones (the official protocol)."""
@@ -95,6 +97,7 @@ def build_report(
                 behaviour=behaviour(runs, costs),
                 by_level=_grouped(mine, lambda v: by_id[v.task_id].level, config.seed),
                 by_category=_grouped(mine, lambda v: by_id[v.task_id].category, config.seed),
+                by_format=_grouped(mine, lambda v: by_id[v.task_id].file_format, config.seed),
                 dabench=_dabench_figures(tasks, runs, mine, config, reformatted),
                 **_tablebench_view(tasks, runs, config.trials, config.seed),
                 humaneval_official=humaneval_pass_at_k(mine) if _all_judged(tasks, "humaneval") else None,
@@ -124,10 +127,10 @@ def _grouped(verdicts: Sequence[Verdict], key: Callable[[Verdict], str | None], 
     for verdict in verdicts:
         if (name := key(verdict)) is not None:  # tasks without a level or category are in no group
             groups.setdefault(name, []).append(verdict)
-    return {name: pass_rates(groups[name], seed=seed) for name in sorted(groups, key=_group_order)}
+    return {name: pass_rates(groups[name], seed=seed) for name in sorted(groups, key=group_order)}
 
 
-def _group_order(name: str) -> tuple[int, str]:
+def group_order(name: str) -> tuple[int, str]:
     """Difficulty levels easiest first (DABench's and BIRD's names), everything else alphabetically."""
     return (LEVELS.index(name), "") if name in LEVELS else (len(LEVELS), name)
 
@@ -264,9 +267,9 @@ def render_markdown(report: EvalReport) -> str:
             f"{100 * b.void_turn_rate:.1f} | {100 * b.execution_error_rate:.1f} | {100 * b.answered_rate:.1f} | "
             f"{b.mean_tokens:,.0f} | {b.mean_cells:.1f} | {b.mean_wall_s:.1f} |"
         )
-    for title, attribute in (("level", "by_level"), ("category", "by_category")):
+    for title, attribute in (("level", "by_level"), ("category", "by_category"), ("file format", "by_format")):
         groups = list(dict.fromkeys(name for d in report.dialects for name in getattr(d, attribute)))
-        if not groups:
+        if not groups or (attribute == "by_format" and len(groups) == 1):
             continue
         lines += [
             "",

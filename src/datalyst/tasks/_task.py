@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -99,6 +100,12 @@ class Task(BaseModel):
     earlier: list[Asked] = []
     """A follow-up task: the questions about the same files the agent answers first, in order, in the same
     conversation and sandbox; only the answer to ``question`` is judged."""
+
+    @property
+    def file_format(self) -> str:
+        """The format of the first data file by its suffix (``csv``, ``xlsx``, ...); ``none`` without files."""
+        suffix = PurePath(self.files[0]).suffix if self.files else ""
+        return suffix.lstrip(".").lower() or "none"
 
     def earlier_tasks(self) -> list[Task]:
         """The earlier questions as tasks of their own: the same files, no gold answer."""
