@@ -26,12 +26,16 @@ if [ "$ROUNDS" = runs/rounds ] && [ -d "$saved" ]; then
     fi
   done
   [ -s "$saved/trees.tar.gz" ] && [ ! -d "$R/trees" ] && tar -C "$R" -xzf "$saved/trees.tar.gz"
-  [ -s "$saved/sft-small.tar.gz" ] && [ ! -d "$R/sft-small" ] && tar -C "$R" -xzf "$saved/sft-small.tar.gz" &&
-    touch "$R/sft-small.done"
-  if [ -d "$saved/dev-small/trajectories" ] && [ ! -d "$R/dev-small" ]; then
-    mkdir -p "$R/dev-small/trajectories" && cp "$saved/dev-small/config.json" "$R/dev-small/"
-    for f in "$saved"/dev-small/trajectories/*.gz; do gunzip -c "$f" > "$R/dev-small/trajectories/$(basename "$f" .gz)"; done
-  fi
+  for size in small medium; do
+    [ -s "$saved/sft-$size.tar.gz" ] && [ ! -d "$R/sft-$size" ] && tar -C "$R" -xzf "$saved/sft-$size.tar.gz" &&
+      touch "$R/sft-$size.done"
+    if [ -d "$saved/dev-$size/trajectories" ] && [ ! -d "$R/dev-$size" ]; then
+      mkdir -p "$R/dev-$size/trajectories" && cp "$saved/dev-$size/config.json" "$R/dev-$size/"
+      for f in "$saved/dev-$size"/trajectories/*.gz; do
+        gunzip -c "$f" > "$R/dev-$size/trajectories/$(basename "$f" .gz)"
+      done
+    fi
+  done
 fi
 step() {  # step DIR NAME COMMAND...: COMMAND once; each command resumes by itself, so a stopped step goes on
   local dir=$1 name=$2; shift 2
@@ -101,5 +105,12 @@ step "$R" sft-small datalyst train sft "${exports[@]}" --model embedded:small --
 ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check"
 step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
   --concurrency 4 --out "$R/dev-small"
-echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn $R/dev-small"
+# 4. With MEDIUM=1, medium LoRA-trained on the same mix (the 1.5B model), and its dev run beside dev-ask-medium-lc-ac-fcn.
+if [ "${MEDIUM:-0}" = 1 ]; then
+  step "$R" sft-medium datalyst train sft "${exports[@]}" --model embedded:medium --out "$R/sft-medium" --batch-size 8 \
+    --max-length 3072 --lr 1e-4 --seed 0
+  step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
+    --no-reformat --concurrency 4 --out "$R/dev-medium"
+fi
+echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn $R/dev-small --by level"
 echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn $ROUNDS/r*/dev-small --out results/rounds/trend.png"

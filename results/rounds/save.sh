@@ -14,10 +14,16 @@ for round in runs/rounds/r*/; do
     echo "$round/$source: $(wc -l < "$round/$source/samples.jsonl") trajectories"
   done
   if [ -d "$round/trees" ]; then mkdir -p "$out"; tar -C "$round" -czf "$out/trees.tar.gz" trees; fi
-  if [ -e "$round/sft-small.done" ]; then tar -C "$round" -czf "$out/sft-small.tar.gz" sft-small/adapter; fi
-  if [ -d "$round/dev-small/trajectories" ]; then
-    mkdir -p "$out/dev-small/trajectories"
-    cp "$round/dev-small/config.json" "$out/dev-small/"
-    for f in "$round"/dev-small/trajectories/*.jsonl; do gzip -nc "$f" > "$out/dev-small/trajectories/$(basename "$f").gz"; done
-  fi
+  for size in small medium; do
+    if [ -e "$round/sft-$size.done" ]; then  # the adapter and the record of its training, not the checkpoints
+      tar -C "$round" -czf "$out/sft-$size.tar.gz" --exclude "sft-$size/checkpoints" "sft-$size"
+    fi
+    if [ -d "$round/dev-$size/trajectories" ]; then
+      mkdir -p "$out/dev-$size/trajectories"
+      cp "$round/dev-$size/config.json" "$out/dev-$size/"
+      for f in "$round/dev-$size"/trajectories/*.jsonl; do
+        gzip -nc "$f" > "$out/dev-$size/trajectories/$(basename "$f").gz"
+      done
+    fi
+  done
 done
