@@ -21,6 +21,11 @@ done
 write_tasks(split_tasks(load_bench('dabench', None), 'dabench', 'dev'), 'runs/tasks/dev.jsonl')"
 [ -s runs/tasks/dev-files.jsonl ] || datalyst synth convert runs/tasks/dev.jsonl --out runs/tasks/dev-files.jsonl
 [ -s runs/tasks/dev-layouts.jsonl ] || datalyst synth convert runs/tasks/dev.jsonl --out runs/tasks/dev-layouts.jsonl --kinds json-nested,xlsx-sheets
+[ -s runs/tasks/test.jsonl ] || python -c "from datalyst.eval import load_bench; from datalyst.tasks import split_tasks, write_tasks
+write_tasks(split_tasks(load_bench('dabench', None), 'dabench', 'test'), 'runs/tasks/test.jsonl')"
+# The test questions with their files in every other kind the agent reads (a trained model must beat its base on each)
+[ -s runs/tasks/test-kinds.jsonl ] || datalyst synth convert runs/tasks/test.jsonl --out runs/tasks/test-kinds.jsonl \
+  --kinds json,json-nested,tsv,xlsx,xlsx-sheets,parquet,sqlite,jsonl
 if [ ! -s runs/tasks/analyst/tasks.jsonl ]; then
   python -c "import vega_datasets, palmerpenguins" 2>/dev/null || pip install -q vega_datasets==0.9.0 palmerpenguins==0.1.6
   python results/analyst/build.py --out runs/tasks/analyst > /dev/null
