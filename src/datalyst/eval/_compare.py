@@ -12,7 +12,7 @@ from datalyst.errors import ConfigError
 from datalyst.eval._metrics import Estimate, bootstrap, score_matrix
 from datalyst.eval._report import group_order
 from datalyst.eval._run import dialects_of, read_verdicts
-from datalyst.tasks import read_tasks
+from datalyst.tasks import Task, read_tasks
 
 PERMUTATIONS = 10_000
 SIGNIFICANCE = 0.05
@@ -119,6 +119,7 @@ def compare_runs(
         pairs = [(dialects_a[0], dialects_b[0])]
     if not pairs:
         raise ConfigError(f"{run_a} and {run_b} share no dialect ({dialects_a} vs {dialects_b}); nothing to compare")
+    tasks = _tasks(run_a, run_b, by) if by is not None else {}
     compared = []
     for dialect_a, dialect_b in pairs:
         ids_a, matrix_a = score_matrix([v for v in verdicts_a if v.dialect == dialect_a])
@@ -130,7 +131,7 @@ def compare_runs(
         rows_b = matrix_b[[ids_b.index(i) for i in shared]]
         groups = {}
         if by is not None:
-            members = _groups(shared, by, run_a, run_b)
+            members = _groups(shared, tasks, by)
             for name, indices in members.items():
                 a, b = rows_a[indices].mean(axis=1), rows_b[indices].mean(axis=1)
                 groups[name] = GroupComparison(n_tasks=len(indices), pass_at_1=paired_difference(a, b, seed=seed))
@@ -147,14 +148,19 @@ def compare_runs(
     return Comparison(run_a=str(run_a), run_b=str(run_b), by=by, dialects=compared)
 
 
-def _groups(task_ids: list[str], by: GroupBy, run_a: str | Path, run_b: str | Path) -> dict[str, list[int]]:
-    """The positions in ``task_ids`` of each group's tasks, groups in report order (levels easiest first)."""
+def _tasks(run_a: str | Path, run_b: str | Path, by: GroupBy) -> dict[str, Task]:
+    """Both runs' tasks by id (from their ``tasks.jsonl``)."""
     tasks = {}
     for run in (run_a, run_b):
         path = Path(run) / "tasks.jsonl"
         if not path.is_file():
             raise ConfigError(f"{run} has no tasks.jsonl, so its tasks cannot be grouped by {by}")
         tasks |= {task.id: task for task in read_tasks(path)}
+    return tasks
+
+
+def _groups(task_ids: list[str], tasks: dict[str, Task], by: GroupBy) -> dict[str, list[int]]:
+    """The positions in ``task_ids`` of each group's tasks, groups in report order (levels easiest first)."""
     attribute = {GroupBy.LEVEL: "level", GroupBy.CATEGORY: "category", GroupBy.FORMAT: "file_format"}[by]
     members: dict[str, list[int]] = {}
     for index, task_id in enumerate(task_ids):
