@@ -13,13 +13,20 @@ ROUNDS=${ROUNDS:-runs/rounds}  # every round's folder, rJ; this one's is $R (set
 R=$ROUNDS/r$K
 S=${S:-runs/synth}             # the synthesized tasks, shared by every round
 POLICY=${POLICY:-embedded:medium}
+WRITER=${WRITER:-embedded:medium}  # writes the questions of synth queries, once for every round
 TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} FOLLOWUPS=${FOLLOWUPS:-12} SEARCHED=${SEARCHED:-8}
+QUERIES=${QUERIES:-16} QUERY_TABLES=${QUERY_TABLES:-20}
 EXPERT=${EXPERT:-800}
 SIMULATIONS=${SIMULATIONS:-50}  # JUPITER's collection
 mkdir -p "$R/tasks" "$S"
 saved=results/rounds/r$K  # what save.sh kept of this round on another machine
+# The model-written questions are not made again on another machine (a model's words differ from CPU to CPU): the
+# rounds' draws name them by id
+if [ "$S" = runs/synth ] && [ -s results/rounds/queries.jsonl.gz ] && [ ! -s $S/queries.jsonl ]; then
+  gunzip -c results/rounds/queries.jsonl.gz > $S/queries.jsonl && touch $S/queries.done
+fi
 if [ "$ROUNDS" = runs/rounds ] && [ -d "$saved" ]; then
-  for source in react expert; do
+  for source in react queries expert; do
     if [ -s "$saved/$source/samples.jsonl.gz" ] && [ ! -s "$R/$source/samples.jsonl" ]; then
       mkdir -p "$R/$source" && cp "$saved/$source/"*.json "$R/$source/"
       gunzip -c "$saved/$source/samples.jsonl.gz" > "$R/$source/samples.jsonl"
@@ -45,28 +52,32 @@ step() {  # step DIR NAME COMMAND...: COMMAND once; each command resumes by itse
 }
 
 # 1. Tasks, made once for every round: the corpus's tables (decontaminated against the benchmarks), templates, SQL,
-#    trap datasets and follow-up questions (two template questions on one file, in one conversation), each task's
-#    file rewritten in turn as every kind the agent reads.
+#    trap datasets, follow-up questions (two template questions on one file, in one conversation) and questions a
+#    model wrote (no answer: curation takes the one that independent samples agree on), each task's file rewritten in
+#    turn as every kind the agent reads.
 step $S files datalyst synth files ../shared/corpus --out $S/files.jsonl
 step $S templates datalyst synth templates $S/files.jsonl --out $S/templates.jsonl
 step $S sql datalyst synth sql $S/files.jsonl --out $S/sql.jsonl
 step $S datasets datalyst synth datasets --out $S/datasets.jsonl --per-family 20
 step $S followups datalyst synth followups $S/templates.jsonl --out $S/followups.jsonl
+step $S queries datalyst synth queries $S/files.jsonl --out $S/queries.jsonl --model "$WRITER" --sample "$QUERY_TABLES"
 KINDS=csv,json,json-nested,tsv,xlsx,xlsx-sheets,parquet,sqlite,jsonl
-for set in templates datasets followups; do
+for set in templates datasets followups queries; do
   step $S "kinds-$set" datalyst synth convert $S/$set.jsonl --out "$S/kinds/$set.jsonl" --kinds "$KINDS"
 done
-# This round's draw (seeded by the round) from the tasks no earlier round drew (their ids in rJ/tasks/drawn.txt):
-# some for the policy (a few of them searched too), templates for the expert.
-step "$R" draw python -c "
+# This round's draws (seeded by the round) from the tasks no other round drew (their ids in rJ/tasks/drawn*.txt):
+# some for the policy (a few of them searched too), templates for the expert, and the model-written questions.
+DRAW="
 import glob, random
 from datalyst.tasks import read_tasks, write_tasks
-others = [path for path in glob.glob('$ROUNDS/r*/tasks/drawn.txt') if path != '$R/tasks/drawn.txt']
+others = [path for path in glob.glob('$ROUNDS/r*/tasks/drawn*.txt') if not path.startswith('$R/')]
 drawn_before = {line.strip() for path in others for line in open(path)}
 rng = random.Random($K)
 def draw(path, k):
     fresh = [task for task in read_tasks(path) if task.id not in drawn_before]
     return rng.sample(fresh, min(k, len(fresh)))
+"
+step "$R" draw python -c "$DRAW
 templates = draw('$S/kinds/templates.jsonl', $TEMPLATES + $EXPERT)
 policy = templates[:$TEMPLATES] + draw('$S/kinds/datasets.jsonl', $DATASETS) + draw('$S/sql.jsonl', $SQL)
 policy += draw('$S/kinds/followups.jsonl', $FOLLOWUPS)
@@ -74,17 +85,23 @@ write_tasks(policy, '$R/tasks/policy.jsonl')
 write_tasks(templates[:$SEARCHED], '$R/tasks/search.jsonl')  # searched too: both sources' cost on the same tasks
 write_tasks(templates[$TEMPLATES:], '$R/tasks/expert.jsonl')
 open('$R/tasks/drawn.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id for t in policy + templates}))"
+step "$R" draw-queries python -c "$DRAW
+queries = draw('$S/kinds/queries.jsonl', $QUERIES)
+write_tasks(queries, '$R/tasks/queries.jsonl')
+open('$R/tasks/drawn-queries.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id for t in queries}))"
 
-# 2. Trajectories from three sources, each curated alone (its report says what a kept trajectory cost):
-#    the policy sampled (n = 4, DataMind's sampling with the category's workflow), the policy searching (JUPITER's
-#    collection), and the offline expert playing the templates' solutions.
+# 2. Trajectories from four sources, each curated alone (its report says what a kept trajectory cost):
+#    the policy sampled (n = 4, DataMind's sampling with the category's workflow) on tasks with verified answers and
+#    on the model-written questions (judged by agreement), the policy searching (JUPITER's collection), and the
+#    offline expert playing the templates' solutions.
 SAMPLE="--model $POLICY --dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" $SAMPLE --out "$R/react"
+step "$R" sample-queries datalyst curate sample "$R/tasks/queries.jsonl" --seed "$K" $SAMPLE --out "$R/queries"
 step "$R" search datalyst search run "$R/tasks/search.jsonl" --seed "$K" --collect --simulations "$SIMULATIONS" \
   --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
 step "$R" trees datalyst curate trees "$R/trees" --out "$R/mcts"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
-for source in react mcts expert; do
+for source in react queries mcts expert; do
   step "$R" "judge-$source" datalyst curate judge "$R/$source" --reflect 0
   step "$R" "filter-$source" datalyst curate filter "$R/$source" --strategy non-select
   step "$R" "report-$source" datalyst curate report "$R/$source"
@@ -96,7 +113,7 @@ done
 #    runs it on the dev questions, beside dev-ask-small-fcn (its base) and dev-ask-small-sft-fcn (the earlier SFT).
 exports=()
 for round in $(seq 1 "$K"); do
-  for source in react mcts expert; do
+  for source in react queries mcts expert; do
     [ -e "$ROUNDS/r$round/export-$source.done" ] && exports+=("$ROUNDS/r$round/$source/exports")
   done
 done

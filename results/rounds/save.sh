@@ -2,11 +2,13 @@
 # Save what the rounds have made so far into results/rounds/rK, to commit: the sampled and the expert's trajectories
 # (gzipped, with their run records), the search trees, the trained adapter once its step is done and the dev run.
 # round.sh unpacks them before it starts; the steps between (judging, filtering, exports) are made again from them.
+# The model-written questions every round draws from are kept too (queries.jsonl.gz).
 set -eu
 cd "$(dirname "$0")/../.."
+if [ -e runs/synth/queries.done ]; then gzip -nc runs/synth/queries.jsonl > results/rounds/queries.jsonl.gz; fi
 for round in runs/rounds/r*/; do
   round=${round%/}; out=results/rounds/$(basename "$round")
-  for source in react expert; do
+  for source in react queries expert; do
     [ -s "$round/$source/samples.jsonl" ] || continue
     mkdir -p "$out/$source"
     cp "$round/$source/run.json" "$round/$source/samples.jsonl.manifest.json" "$out/$source/"
