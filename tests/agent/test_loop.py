@@ -212,7 +212,8 @@ def test_a_follow_up_goes_on_in_the_same_sandbox_and_records_what_came_before(ta
     seen = [(m.role, m.content) for m in model.seen[2]]
     assert [(m.role, m.content) for m in to_messages(second)[:-3]] == seen  # exactly what the model read
     assert all(m.is_environment for m in to_messages(second)[: len(before) + 1])
-    assert first.duration_s > 0 and second.duration_s > 0
+    assert first.duration_s > 0 and second.duration_s > first.duration_s  # timed from the conversation's start
+    assert second.started_at == first.started_at
     notebook = to_notebook(first, second)
     questions = [cell.source.split("\n")[0] for cell in notebook.cells if cell.source.startswith("# ")]
     assert questions == ["# What is the total revenue?", "# Largest sale?"]

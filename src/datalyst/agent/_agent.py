@@ -271,15 +271,16 @@ class Agent:
 
     def follow_up(self, state: AgentState, task: Task) -> AgentState:
         """The state that asks ``task`` (a question about the same files) after ``state`` ended: the conversation
-        goes on in the same sandbox, so the earlier cells' variables are still there."""
+        goes on in the same sandbox, so the earlier cells' variables are still there. Its record is timed from the
+        conversation's start (``duration_s`` is what the whole conversation took)."""
         first = self.dialect.follow_up(task)
         system, *earlier = state.messages
         trajectory = self.new_trajectory(
             task, state.trajectory.trial, system_prompt=system.content, earlier=earlier, first_message=first,
             termination=Termination.MAX_TURNS,
-        )  # fmt: skip
+        ).model_copy(update={"started_at": state.trajectory.started_at})  # fmt: skip
         messages = (*state.messages, ChatMessage(role=Role.USER, content=first))
-        return AgentState(trajectory, messages, state.sandbox)
+        return AgentState(trajectory, messages, state.sandbox, started=state.started)
 
     def new_trajectory(self, task: Task, trial: int, **fields: object) -> Trajectory:
         """A trajectory of ``task`` by this agent, started now, with ``fields`` (prompts, termination, ...)."""
