@@ -17,7 +17,7 @@ WRITER=${WRITER:-embedded:medium}  # writes the questions of synth queries, once
 TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} FOLLOWUPS=${FOLLOWUPS:-12} SEARCHED=${SEARCHED:-8}
 QUERIES=${QUERIES:-16} QUERY_TABLES=${QUERY_TABLES:-20}
 EXPERT=${EXPERT:-800}
-SIMULATIONS=${SIMULATIONS:-50}  # JUPITER's collection
+SIMULATIONS=${SIMULATIONS:-16}  # per tree; JUPITER collects with 50: 8 trees of 50 by medium would take about 5 h here
 mkdir -p "$R/tasks" "$S"
 saved=results/rounds/r$K  # what save.sh kept of this round on another machine
 # The model-written questions are not made again on another machine (a model's words differ from CPU to CPU): the
@@ -98,7 +98,7 @@ SAMPLE="--model $POLICY --dialect jupiter --n 4 --temperature 0.7 --max-turns 10
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" $SAMPLE --out "$R/react"
 step "$R" sample-queries datalyst curate sample "$R/tasks/queries.jsonl" --seed "$K" $SAMPLE --out "$R/queries"
 step "$R" search datalyst search run "$R/tasks/search.jsonl" --seed "$K" --collect --simulations "$SIMULATIONS" \
-  --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
+  --concurrency 4 --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
 step "$R" trees datalyst curate trees "$R/trees" --out "$R/mcts"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
 for source in react queries mcts expert; do
