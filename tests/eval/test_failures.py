@@ -69,6 +69,27 @@ def test_an_answered_run_is_told_by_its_answer(answer, judged, kind):
     assert failure_kind(run(answer=answer), judged) == kind
 
 
+@pytest.mark.parametrize(
+    ("constraints", "code", "kind"),
+    [
+        ("Use Pearson's correlation.", "df['a'].corr(df['b'], method='spearman')", "wrong method"),
+        ("Use Pearson's correlation.", "df['a'].corr(df['b'])", "wrong value"),  # pandas' default is Pearson's
+        ("Use Pearson's correlation.", "pearsonr(a, b)\nspearmanr(a, b)", "wrong value"),  # it did use Pearson's
+        ("Outliers lie 1.5 IQR beyond the quartiles.", "z = (x - x.mean()) / x.std()", "wrong method"),
+        ("Outliers have a Z-score above 3.", "q1 = x.quantile(0.25)", "wrong method"),
+        ("Outliers have a Z-score above 3.", "stats.zscore(x)", "wrong value"),
+        ("Run a t-test.", "stats.mannwhitneyu(a, b)", "wrong method"),
+        ("Scale with min-max normalization.", "StandardScaler().fit_transform(x)", "wrong method"),
+        ("", "df['a'].corr(df['b'], method='kendall')", "wrong value"),  # no method named: nothing to go by
+    ],
+)
+def test_a_wrong_answer_from_another_method_than_the_one_named_is_a_wrong_method(constraints, code, kind):
+    task = TASK.model_copy(update={"constraints": constraints})
+    wrong = run(ExecResult(stdout="0.4"), answer="@mean[3.1] @count[5]").model_copy(update={"task": task})
+    wrong.turns[0].code = code
+    assert failure_kind(wrong, verdict(detail="wrong: mean, count", reformatted=0.0)) == kind
+
+
 def test_a_wrong_answer_given_at_the_last_call_is_told_by_the_cell_before_it():
     forced = run(ExecResult(stdout="ok"), error("KeyError", "'Revenue'"), answer="@mean[3.1] @count[5]")
     forced.turns[1].last_call = "No code can run any more: this is your last turn."

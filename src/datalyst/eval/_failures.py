@@ -9,9 +9,12 @@ Each trajectory that is not fully right gets one kind, the first that applies:
   name``, ``syntax``, ``other error``; or, with no failing last cell, ``gave up`` (turns ran out, void turns,
   the context overflowed);
 - an answered one is ``format`` when its answer holds none of the ``@name[value]`` parts the task asks for, or
-  when the reformatted answer is right; ``partly right`` when some parts are right; else ``wrong value``.
+  when the reformatted answer is right; ``wrong method`` when the task names a statistical method (Pearson's
+  correlation, the IQR rule, a t-test, min-max scaling, ...) and the code used another of the same family and not
+  it; ``partly right`` when some parts are right; else ``wrong value``.
 
-The rules read error names and messages, never the question, so they carry over to any task set.
+The rules read error names and messages, and of the task only the names of statistical methods, so they carry over
+to any task set.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ KINDS = (
     "other error",
     "gave up",
     "format",
+    "wrong method",
     "partly right",
     "wrong value",
 )
@@ -48,6 +52,42 @@ _DTYPE = re.compile(
     r"could not convert|unsupported operand|invalid literal|not supported between|Cannot convert|"
     r"must be real number|ufunc|dtype|could not be converted|agg function failed|can only concatenate"
 )
+
+# Families of methods that answer the same question differently: how a task names each one, and how code uses it
+_METHODS = {
+    "correlation": {
+        "pearson": (r"pearson", r"pearson|corrcoef|\.corr\((?![^)]*method)"),
+        "spearman": (r"spearman", r"spearman"),
+        "kendall": (r"kendall", r"kendall"),
+    },
+    "outliers": {
+        "z-score": (r"z-?score", r"zscore|z_score|\.std\("),
+        "iqr": (r"\biqr\b|interquartile", r"iqr|quantile\(|percentile\("),
+    },
+    "test": {
+        "t-test": (r"\bt-?test|student'?s t", r"ttest"),
+        "chi-square": (r"chi-?squared?", r"chi2"),
+        "anova": (r"\banova\b", r"f_oneway|anova"),
+        "mann-whitney": (r"mann.?whitney", r"mannwhitney"),
+        "shapiro": (r"shapiro", r"shapiro"),
+        "kolmogorov-smirnov": (r"kolmogorov|\bks\b test", r"kstest|ks_2samp"),
+    },
+    "scaling": {
+        "min-max": (r"min-?max", r"minmaxscaler|\.min\(\)\s*\)\s*/"),
+        "standard": (r"standardi[sz]|z-?score normali[sz]", r"standardscaler|\.std\("),
+    },
+}
+
+
+def _used_other_method(task_text: str, code: str) -> bool:
+    """Whether ``code`` used a method of a family ``task_text`` names a method of, and none of the named ones."""
+    task_text, code = task_text.lower(), code.lower()
+    for family in _METHODS.values():
+        named = {name for name, (asked, _) in family.items() if re.search(asked, task_text)}
+        used = {name for name, (_, written) in family.items() if re.search(written, code)}
+        if named and used and not named & used:
+            return True
+    return False
 
 
 def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
@@ -66,6 +106,10 @@ def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
     given = extract_answers(trajectory.answer)
     if (expected and not set(given) & set(expected)) or verdict.reformatted_score == 1.0:
         return "format"
+    task = trajectory.task
+    code = "\n".join(turn.code for turn in trajectory.turns if turn.code)
+    if _used_other_method(f"{task.question}\n{task.constraints}", code):
+        return "wrong method"
     wrong = verdict.detail.removeprefix("wrong: ").split(", ") if verdict.detail else []
     return "partly right" if expected and 0 < len(wrong) < len(expected) else "wrong value"
 
