@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 if [ -e runs/synth/queries.done ]; then gzip -nc runs/synth/queries.jsonl > results/rounds/queries.jsonl.gz; fi
 for round in runs/rounds/r*/; do
   round=${round%/}; out=results/rounds/$(basename "$round")
-  for source in react queries expert; do
+  for source in react queries expert band; do
     [ -s "$round/$source/samples.jsonl" ] || continue
     mkdir -p "$out/$source"
     cp "$round/$source/run.json" "$round/$source/samples.jsonl.manifest.json" "$out/$source/"
@@ -16,16 +16,16 @@ for round in runs/rounds/r*/; do
     echo "$round/$source: $(wc -l < "$round/$source/samples.jsonl") trajectories"
   done
   if [ -d "$round/trees" ]; then mkdir -p "$out"; tar -C "$round" -czf "$out/trees.tar.gz" trees; fi
-  for size in small medium; do
-    if [ -e "$round/sft-$size.done" ]; then  # the adapter and the record of its training, not the checkpoints
-      tar -C "$round" -czf "$out/sft-$size.tar.gz" --exclude "sft-$size/checkpoints" "sft-$size"
+  for trained in sft-small sft-medium rl-small; do  # the adapter and the record of its training, not the checkpoints
+    if [ -e "$round/$trained.done" ]; then
+      tar -C "$round" -czf "$out/$trained.tar.gz" --exclude "$trained/checkpoints" --exclude "$trained/rollouts" "$trained"
     fi
-    if [ -d "$round/dev-$size/trajectories" ]; then
-      mkdir -p "$out/dev-$size/trajectories"
-      cp "$round/dev-$size/config.json" "$out/dev-$size/"
-      for f in "$round/dev-$size"/trajectories/*.jsonl; do
-        gzip -nc "$f" > "$out/dev-$size/trajectories/$(basename "$f").gz"
-      done
+  done
+  for dev in dev-small dev-medium dev-rl-small; do
+    if [ -d "$round/$dev/trajectories" ]; then
+      mkdir -p "$out/$dev/trajectories"
+      cp "$round/$dev/config.json" "$out/$dev/"
+      for f in "$round/$dev"/trajectories/*.jsonl; do gzip -nc "$f" > "$out/$dev/trajectories/$(basename "$f").gz"; done
     fi
   done
 done
