@@ -143,11 +143,13 @@ open('$R/tasks/drawn-band.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id
     --model "embedded:small?adapter=$R/sft-small/adapter" $SAMPLE --out "$R/band"
   step "$R" judge-band datalyst curate judge "$R/band" --reflect 0
   step "$R" band datalyst curate band "$R/band" --out "$R/tasks/band.jsonl"
-  step "$R" rl-small datalyst train rl "$R/tasks/band.jsonl" --model embedded:small --adapter "$R/sft-small/adapter" \
-    --algo dapo+sft --expert "$R/expert" --steps "${RL_STEPS:-16}" --max-turns 10 --max-tokens 1024 --seed "$K" \
-    --out "$R/rl-small"
-  step "$R" dev-rl-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/rl-small/adapter" \
-    --no-reformat --concurrency 4 --out "$R/dev-rl-small"
+  if [ -s "$R/tasks/band.jsonl" ]; then
+    step "$R" rl-small datalyst train rl "$R/tasks/band.jsonl" --model embedded:small --adapter "$R/sft-small/adapter" \
+      --algo dapo+sft --expert "$R/expert" --steps "${RL_STEPS:-16}" --max-turns 10 --max-tokens 1024 --seed "$K" \
+      --out "$R/rl-small"
+    step "$R" dev-rl-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/rl-small/adapter" \
+      --no-reformat --concurrency 4 --out "$R/dev-rl-small"
+  else echo "band: no task that the model solves only sometimes, so no RL (a larger BAND_POOL finds some)"; fi
 fi
 echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn $R/dev-small --by level"
 echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn $ROUNDS/r*/dev-small --out results/rounds/trend.png"
