@@ -26,6 +26,10 @@ if [ "$S" = runs/synth ] && [ -s results/rounds/queries.jsonl.gz ] && [ ! -s $S/
   gunzip -c results/rounds/queries.jsonl.gz > $S/queries.jsonl && touch $S/queries.done
 fi
 if [ "$ROUNDS" = runs/rounds ] && [ -d "$saved" ]; then
+  if [ -s "$saved/tasks.tar.gz" ] && [ ! -s "$R/tasks/drawn.txt" ]; then
+    tar -C "$R" -xzf "$saved/tasks.tar.gz"
+    for draw in "" -queries -band; do [ -s "$R/tasks/drawn$draw.txt" ] && touch "$R/draw$draw.done"; done
+  fi
   for source in react queries expert band; do
     if [ -s "$saved/$source/samples.jsonl.gz" ] && [ ! -s "$R/$source/samples.jsonl" ]; then
       mkdir -p "$R/$source" && cp "$saved/$source/"*.json "$R/$source/"

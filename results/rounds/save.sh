@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Save what the rounds have made so far into results/rounds/rK, to commit: the sampled and the expert's trajectories
-# (gzipped, with their run records), the search trees, the trained adapter once its step is done and the dev run.
+# (gzipped, with their run records), the draws of tasks, the search trees, the trained adapter once its step is done and the dev run.
 # round.sh unpacks them before it starts; the steps between (judging, filtering, exports) are made again from them.
 # The model-written questions every round draws from are kept too (queries.jsonl.gz).
 set -eu
@@ -8,6 +8,7 @@ cd "$(dirname "$0")/../.."
 if [ -e runs/synth/queries.done ]; then gzip -nc runs/synth/queries.jsonl > results/rounds/queries.jsonl.gz; fi
 for round in runs/rounds/r*/; do
   round=${round%/}; out=results/rounds/$(basename "$round")
+  mkdir -p "$out" && tar -C "$round" -czf "$out/tasks.tar.gz" tasks  # the round's draws
   for source in react queries expert band; do
     [ -s "$round/$source/samples.jsonl" ] || continue
     mkdir -p "$out/$source"
