@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Save what the rounds have made so far into results/rounds/rK, to commit: the sampled and the expert's trajectories
-# (gzipped, with their run records), the draws of tasks, the search trees, the trained adapter once its step is done and the dev run.
+# Save what the rounds have made so far into results/rounds/rK, to commit: the draws of tasks, the sampled and the
+# expert's trajectories (gzipped, with their run records), the search trees, the trained adapters once their steps are
+# done and the dev runs.
 # round.sh unpacks them before it starts; the steps between (judging, filtering, exports) are made again from them.
 # The model-written questions every round draws from are kept too (queries.jsonl.gz).
 set -eu
