@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from train_helpers import write_examples
 
+from datalyst.errors import ConfigError
 from datalyst.llm import ReplayModel
 from datalyst.tasks import Task
 from datalyst.train._log import read_log
@@ -199,3 +200,12 @@ def test_dapo_sft_also_learns_from_the_expert_trajectories_of_dropped_groups(
     assert first.figures["groups/dropped"] == 1.0 and first.figures["tasks/drawn"] == 2
     assert first.figures["gamma"] == pytest.approx(0.9) and last.figures["gamma"] == pytest.approx(0.05)
     assert first.loss > 0 and first.figures["clip_ratio/high"] == 0.0  # the loss is the SFT term alone
+
+
+def test_a_task_file_with_nothing_to_learn_from_ends_before_the_model_loads(examples_dir, tmp_path) -> None:
+    unverified = Task(id="u", question="How many regions are there?", files=[str(examples_dir / "sales.csv")])
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(unverified.model_dump_json() + "\n")
+    with pytest.raises(ConfigError, match="none of the 1 tasks has a verified answer"):
+        train_rl(config(tmp_path / "no-such-model", tasks), tmp_path / "rl", progress=False)
+    assert not (tmp_path / "rl").exists()  # nothing started

@@ -118,11 +118,11 @@ def train_rl(
     if config.structure and config.dialect != "datarus":
         raise ConfigError("the tag reward (--structure) scores the datarus dialect's tags; use --dialect datarus")
     get_dialect(config.dialect)
+    tasks = rl_tasks(config)  # before the model loads: a task file with nothing to learn from ends at once
+    experts = expert_trajectories(config.expert) if config.algo == "dapo+sft" else {}
     start_run(out, config)
     runtime = start_runtime(config.precision, seed=config.seed)
     policy = load_policy(config.model, lora=LoraOptions(dropout=0.0), adapter=config.adapter)
-    tasks = rl_tasks(config)
-    experts = expert_trajectories(config.expert) if config.algo == "dapo+sft" else {}
     hrm = load_hrm(config.hrm) if config.hrm else None
     parameters = trainable_parameters(policy.model)
     optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=0.0)
