@@ -47,6 +47,21 @@ def test_read_examples_leaves_out_long_and_untrained_ones(tmp_path: Path) -> Non
         read_examples(tmp_path, max_length=5, vocab_size=3)
 
 
+def test_a_cap_keeps_a_seeded_share_of_one_source_in_a_mix(tmp_path: Path) -> None:
+    expert = write_examples(tmp_path / "expert.jsonl", 8, seed=1)
+    sampled = write_examples(tmp_path / "sampled.jsonl", 3, seed=2)
+    paths = [str(expert), str(sampled)]
+    capped = read_examples(paths, max_length=100, caps={str(expert): 2}, seed=0).examples
+    assert len(capped) == 5 and all(e in read_examples(expert, max_length=100).examples for e in capped[:2])
+    assert capped[2:] == read_examples(sampled, max_length=100).examples  # the other source whole, in order
+    again = read_examples(paths, max_length=100, caps={str(expert): 2}, seed=0).examples
+    other = read_examples(paths, max_length=100, caps={str(expert): 2}, seed=1).examples
+    assert again == capped and other[:2] != capped[:2]
+    assert len(read_examples(paths, max_length=100, caps={str(expert): 50}).examples) == 11  # a cap above the count
+    with pytest.raises(ConfigError, match="not among the data paths"):
+        read_examples(paths, max_length=100, caps={str(tmp_path / "elsewhere.jsonl"): 1})
+
+
 def test_the_order_depends_on_seed_and_epoch_only(tmp_path: Path) -> None:
     examples = read_examples(write_examples(tmp_path / "e.jsonl", 6), max_length=100).examples
     epoch = [e.id for step in range(2) for e in step_batch(examples, step, batch_size=4, seed=0)]

@@ -18,6 +18,17 @@ def test_sft_trains_and_a_changed_setting_stops_the_resume(datalyst, tiny_model,
     assert again.returncode == 2 and "other settings (lr)" in again.stderr
 
 
+def test_sft_caps_a_source_of_the_mix(datalyst, tiny_model, tmp_path) -> None:
+    expert, sampled = write_examples(tmp_path / "expert.jsonl", 6, seed=1), write_examples(tmp_path / "s.jsonl", 2)
+    command = ["train", "sft", str(expert), str(sampled), "--out", str(tmp_path / "run"), "--model",
+               f"hf:{tiny_model}", "--batch-size", "4", "--lora-r", "4", "--precision", "fp32"]  # fmt: skip
+    wrong = datalyst(*command, "--cap", "200")
+    assert wrong.returncode == 2 and "write PATH=N" in wrong.stderr
+    done = datalyst(*command, "--cap", f"{expert}=2")
+    assert done.returncode == 0, done.stderr
+    assert "1 step over 4 examples" in done.stderr
+
+
 def test_rl_runs_a_step_with_the_policy_sampling(datalyst, tiny_model, examples_dir, tmp_path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     sales = str(examples_dir / "sales.csv")

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from datalyst.cli._app import app
 from datalyst.cli._synth import parse_options
+from datalyst.errors import ConfigError
 from datalyst.train import LoraOptions, RLConfig, SFTConfig, adapter_to_gguf, package_adapter, train_rl, train_sft
 
 train_app = typer.Typer(
@@ -39,16 +40,26 @@ def sft_command(
         int, typer.Option(help="Padded tokens per forward pass; 0 = one example per pass (best on a CPU).")
     ] = 0,
     limit: Annotated[int | None, typer.Option(help="Train on this many examples, drawn by seed.")] = None,
+    cap: Annotated[
+        list[str] | None,
+        typer.Option(help="PATH=N: at most N examples of that data path, drawn by seed (a source's share); repeat."),
+    ] = None,
     seed: Annotated[int, typer.Option()] = 0,
     precision: Annotated[str, typer.Option(help="auto (bf16 where the hardware has it), bf16 or fp32.")] = "auto",
     save_every: Annotated[int, typer.Option(help="Checkpoint every this many steps.")] = 1,
 ) -> None:
     """Supervised fine-tuning on the agent's own tokens (LoRA by default); resumable at any step."""
     lora = parse_options(LoraOptions, r=lora_r, alpha=lora_alpha, dropout=lora_dropout) if lora_r else None
+    caps = {}
+    for item in cap or []:
+        path, sep, count = item.rpartition("=")
+        if not sep or not path or not count.isdigit():
+            raise ConfigError(f"--cap {item}: write PATH=N, e.g. --cap runs/rounds/r1/expert/exports=200")
+        caps[str(Path(path).resolve())] = int(count)
     config = parse_options(
         SFTConfig, data=[str(path.resolve()) for path in data], model=model, lora=lora, lr=lr,
         warmup_ratio=warmup_ratio, epochs=epochs, batch_size=batch_size, max_length=max_length,
-        max_batch_tokens=max_batch_tokens, limit=limit, seed=seed, precision=precision,
+        max_batch_tokens=max_batch_tokens, limit=limit, caps=caps, seed=seed, precision=precision,
     )  # fmt: skip
     result = train_sft(config, out, save_every=save_every)
     rate = result.tokens / result.seconds if result.seconds else 0.0

@@ -8,15 +8,14 @@ the seed and the epoch alone, so a resumed run sees exactly the batches it would
 
 from __future__ import annotations
 
-import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from datalyst.agent import TrainingExample
-from datalyst.errors import DataFileError
+from datalyst.errors import ConfigError, DataFileError
 from datalyst.jsonl import read_appended
 
 IGNORE = -100
@@ -55,6 +54,7 @@ def read_examples(
     *,
     max_length: int,
     limit: int | None = None,
+    caps: Mapping[str, int] | None = None,
     seed: int = 0,
     vocab_size: int | None = None,
 ) -> Selection:
@@ -62,22 +62,30 @@ def read_examples(
     that fit in ``max_length`` tokens.
 
     Longer ones are left out, not cut, so no answer is trained without its ending; so are those with no
-    trained token. ``limit`` keeps a seeded random sample of that many. Ids outside ``vocab_size`` mean
-    the examples were made with another tokenizer: DataFileError.
+    trained token. ``caps`` keeps at most so many of a path's examples (a seeded sample; keys as in ``paths``):
+    the share of one source in a mix. ``limit`` then keeps a seeded random sample of that many in all. Ids outside
+    ``vocab_size`` mean the examples were made with another tokenizer: DataFileError.
     """
-    files = [_examples_file(Path(path)) for path in ([paths] if isinstance(paths, str | Path) else paths)]
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    caps = dict(caps or {})
+    if unknown := set(caps) - {str(path) for path in paths}:
+        raise ConfigError(f"a cap names {', '.join(sorted(unknown))}, which is not among the data paths")
+    files = [_examples_file(Path(path)) for path in paths]
     fix = "rewrite it with: datalyst curate export RUN --format examples"
-    records = [read_appended(file, TrainingExample, what="a training example", fix=fix) for file in files]
     named = ", ".join(map(str, files))
     selection = Selection(examples=[])
-    for record in itertools.chain.from_iterable(records):
-        example = to_example(record)
-        if len(example.input_ids) > max_length:
-            selection.too_long += 1
-        elif example.trained_tokens == 0:
-            selection.untrained += 1
-        else:
-            selection.examples.append(example)
+    for path, file in zip(paths, files, strict=True):
+        fitting = []
+        for record in read_appended(file, TrainingExample, what="a training example", fix=fix):
+            example = to_example(record)
+            if len(example.input_ids) > max_length:
+                selection.too_long += 1
+            elif example.trained_tokens == 0:
+                selection.untrained += 1
+            else:
+                fitting.append(example)
+        cap = caps.get(str(path), len(fitting))
+        selection.examples += fitting if cap >= len(fitting) else random.Random(seed).sample(fitting, cap)
     if (
         vocab_size is not None
         and (ids := [t for e in selection.examples for t in e.input_ids])

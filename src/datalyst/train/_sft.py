@@ -58,6 +58,8 @@ class SFTConfig(BaseModel):
     lighter: a padded batch of two 2,235-token examples of the small model took 80 s and 13.9 GB for its
     forward and backward passes, each alone 30 s and 7.8 GB. Larger budgets pay off on GPUs."""
     limit: int | None = None
+    caps: dict[str, int] = {}
+    """At most so many examples of a data path (a seeded sample): a source's share in a mix."""
     seed: int = 0
     precision: Precision = "auto"
 
@@ -86,7 +88,7 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
     runtime = start_runtime(config.precision, seed=config.seed)
     policy = load_policy(config.model, lora=config.lora)
     selection = read_examples(
-        config.data, max_length=config.max_length, limit=config.limit, seed=config.seed,
+        config.data, max_length=config.max_length, limit=config.limit, caps=config.caps, seed=config.seed,
         vocab_size=policy.model.get_input_embeddings().num_embeddings,
     )  # fmt: skip
     examples = selection.examples
