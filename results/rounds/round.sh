@@ -128,9 +128,17 @@ ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10
 step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
   --concurrency 4 --out "$R/dev-small"
 # 4. With MEDIUM=1, medium LoRA-trained on the same mix (the 1.5B model), and its dev run beside dev-ask-medium-lc-ac-fcn.
+#    Each round's expert share is capped at what the policy's sources kept in it: medium is right on about half the
+#    questions already, so its own right runs are most of the signal, and the expert's regular moves teach the file
+#    kinds without outweighing them (a 1.5B step also costs about three times a 0.5B one).
 if [ "${MEDIUM:-0}" = 1 ]; then
-  step "$R" sft-medium datalyst train sft "${exports[@]}" --model embedded:medium --out "$R/sft-medium" --batch-size 8 \
-    --max-length 3072 --lr 1e-4 --seed 0
+  caps=()
+  for round in $(seq 1 "$K"); do
+    kept=$(cat "$ROUNDS/r$round"/{react,queries,mcts}/exports/examples.jsonl 2>/dev/null | wc -l)
+    caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
+  done
+  step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
+    --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
   step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
     --no-reformat --concurrency 4 --out "$R/dev-medium"
 fi
