@@ -135,7 +135,7 @@ if [ "${MEDIUM:-0}" = 1 ]; then
   caps=()
   for round in $(seq 1 "$K"); do
     kept=$(cat "$ROUNDS/r$round"/{react,queries,mcts}/exports/examples.jsonl 2>/dev/null | wc -l)
-    caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
+    [ -e "$ROUNDS/r$round/export-expert.done" ] && caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
   done
   step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
     --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
