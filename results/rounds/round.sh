@@ -15,7 +15,7 @@ S=${S:-runs/synth}             # the synthesized tasks, shared by every round
 POLICY=${POLICY:-embedded:medium}
 WRITER=${WRITER:-embedded:medium}  # writes the questions of synth queries, once for every round
 TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-16} SQL=${SQL:-8} FOLLOWUPS=${FOLLOWUPS:-12} SEARCHED=${SEARCHED:-8}
-QUERIES=${QUERIES:-16} QUERY_TABLES=${QUERY_TABLES:-20}
+QUERIES=${QUERIES:-16} QUERY_TABLES=${QUERY_TABLES:-20} BAND_POOL=${BAND_POOL:-32} RL_STEPS=${RL_STEPS:-16}
 EXPERT=${EXPERT:-800}
 SIMULATIONS=${SIMULATIONS:-16}  # per tree; JUPITER collects with 50: 8 trees of 50 by medium would take about 5 h here
 mkdir -p "$R/tasks" "$S"
@@ -147,8 +147,8 @@ fi
 #    (curate band), so a group's runs disagree and the advantages are not all zero; then its dev run.
 if [ "${RL:-0}" = 1 ]; then
   step "$R" draw-band python -c "$DRAW
-pool = draw('$S/kinds/templates.jsonl', ${BAND_POOL:-32}) + draw('$S/kinds/datasets.jsonl', ${BAND_POOL:-32} // 4)
-pool += draw('$S/sql.jsonl', ${BAND_POOL:-32} // 8)
+pool = draw('$S/kinds/templates.jsonl', $BAND_POOL) + draw('$S/kinds/datasets.jsonl', $BAND_POOL // 4)
+pool += draw('$S/sql.jsonl', $BAND_POOL // 8)
 write_tasks(pool, '$R/tasks/band-pool.jsonl')
 open('$R/tasks/drawn-band.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id for t in pool}))"
   step "$R" sample-band datalyst curate sample "$R/tasks/band-pool.jsonl" --seed "$K" \
@@ -157,7 +157,7 @@ open('$R/tasks/drawn-band.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id
   step "$R" band datalyst curate band "$R/band" --out "$R/tasks/band.jsonl"
   if [ -s "$R/tasks/band.jsonl" ]; then
     step "$R" rl-small datalyst train rl "$R/tasks/band.jsonl" --model embedded:small --adapter "$R/sft-small/adapter" \
-      --algo dapo+sft --expert "$R/expert" --steps "${RL_STEPS:-16}" --max-turns 10 --max-tokens 1024 --seed "$K" \
+      --algo dapo+sft --expert "$R/expert" --steps "$RL_STEPS" --max-turns 10 --max-tokens 1024 --seed "$K" \
       --out "$R/rl-small"
     step "$R" dev-rl-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/rl-small/adapter" \
       --no-reformat --concurrency 4 --out "$R/dev-rl-small"

@@ -17,7 +17,7 @@ for round in runs/rounds/r*/; do
     gzip -nc "$round/$source/samples.jsonl" > "$out/$source/samples.jsonl.gz"
     echo "$round/$source: $(wc -l < "$round/$source/samples.jsonl") trajectories"
   done
-  if [ -d "$round/trees" ]; then mkdir -p "$out"; tar -C "$round" -czf "$out/trees.tar.gz" trees; fi
+  if [ -d "$round/trees" ]; then tar -C "$round" -czf "$out/trees.tar.gz" trees; fi
   for trained in sft-small sft-medium rl-small; do  # the adapter and the record of its training, not the checkpoints
     if [ -e "$round/$trained.done" ]; then
       tar -C "$round" -czf "$out/$trained.tar.gz" --exclude "$trained/checkpoints" --exclude "$trained/rollouts" "$trained"

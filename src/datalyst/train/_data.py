@@ -67,7 +67,7 @@ def read_examples(
     ``vocab_size`` mean the examples were made with another tokenizer: DataFileError.
     """
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
-    caps = dict(caps or {})
+    caps = caps or {}
     if unknown := set(caps) - {str(path) for path in paths}:
         raise ConfigError(f"a cap names {', '.join(sorted(unknown))}, which is not among the data paths")
     files = [_examples_file(Path(path)) for path in paths]
@@ -84,8 +84,7 @@ def read_examples(
                 selection.untrained += 1
             else:
                 fitting.append(example)
-        cap = caps.get(str(path), len(fitting))
-        selection.examples += fitting if cap >= len(fitting) else random.Random(seed).sample(fitting, cap)
+        selection.examples += _at_most(fitting, caps.get(str(path)), seed)
     if (
         vocab_size is not None
         and (ids := [t for e in selection.examples for t in e.input_ids])
@@ -95,11 +94,15 @@ def read_examples(
             f"{named} hold token id {max(ids)} but the model's vocabulary has {vocab_size}; export the examples "
             "with the tokenizer of the model you train (--tokenizer)"
         )
-    if limit is not None and limit < len(selection.examples):
-        selection.examples = random.Random(seed).sample(selection.examples, limit)
+    selection.examples = _at_most(selection.examples, limit, seed)
     if not selection.examples:
         raise DataFileError(f"{named}: no example of at most {max_length} tokens with a trained token")
     return selection
+
+
+def _at_most(examples: list[Example], count: int | None, seed: int) -> list[Example]:
+    """``examples`` whole, or a seeded sample of ``count`` of them when there are more."""
+    return examples if count is None or count >= len(examples) else random.Random(seed).sample(examples, count)
 
 
 def _examples_file(path: Path) -> Path:
