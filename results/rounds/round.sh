@@ -102,17 +102,20 @@ SAMPLE="--dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 10
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" --model "$POLICY" $SAMPLE --out "$R/react"
 step "$R" sample-queries datalyst curate sample "$R/tasks/queries.jsonl" --seed "$K" --model "$POLICY" $SAMPLE \
   --out "$R/queries"
+step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
+curated() {  # curated SOURCE: judged, filtered, reported and, when it kept any, exported
+  step "$R" "judge-$1" datalyst curate judge "$R/$1" --reflect 0
+  step "$R" "filter-$1" datalyst curate filter "$R/$1" --strategy non-select
+  step "$R" "report-$1" datalyst curate report "$R/$1"
+  if [ -s "$R/$1/kept.jsonl" ]; then step "$R" "export-$1" datalyst curate export "$R/$1" --format examples
+  else echo "$1: nothing kept"; fi
+}
+for source in react queries expert; do curated "$source"; done
+# Search last, the longest step (a tree is saved after every simulation, so a stopped search goes on)
 step "$R" search datalyst search run "$R/tasks/search.jsonl" --seed "$K" --collect --simulations "$SIMULATIONS" \
   --concurrency 4 --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
 step "$R" trees datalyst curate trees "$R/trees" --out "$R/mcts"
-step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
-for source in react queries mcts expert; do
-  step "$R" "judge-$source" datalyst curate judge "$R/$source" --reflect 0
-  step "$R" "filter-$source" datalyst curate filter "$R/$source" --strategy non-select
-  step "$R" "report-$source" datalyst curate report "$R/$source"
-  if [ -s "$R/$source/kept.jsonl" ]; then step "$R" "export-$source" datalyst curate export "$R/$source" --format examples
-  else echo "$source: nothing kept"; fi
-done
+curated mcts
 
 # 3. The small model trained from its base on every round's kept trajectories up to this one, then the agent as ask
 #    runs it on the dev questions, beside dev-ask-small-fcn (its base) and dev-ask-small-sft-fcn (the earlier SFT).
