@@ -100,8 +100,6 @@ open('$R/tasks/drawn-queries.txt', 'w').writelines(f'{id}\n' for id in sorted({t
 #    offline expert playing the templates' solutions.
 SAMPLE="--dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" --model "$POLICY" $SAMPLE --out "$R/react"
-step "$R" sample-queries datalyst curate sample "$R/tasks/queries.jsonl" --seed "$K" --model "$POLICY" $SAMPLE \
-  --out "$R/queries"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
 curated() {  # curated SOURCE: judged, filtered, reported and, when it kept any, exported
   step "$R" "judge-$1" datalyst curate judge "$R/$1" --reflect 0
@@ -110,7 +108,10 @@ curated() {  # curated SOURCE: judged, filtered, reported and, when it kept any,
   if [ -s "$R/$1/kept.jsonl" ]; then step "$R" "export-$1" datalyst curate export "$R/$1" --format examples
   else echo "$1: nothing kept"; fi
 }
-for source in react queries expert; do curated "$source"; done
+for source in react expert; do curated "$source"; done
+step "$R" sample-queries datalyst curate sample "$R/tasks/queries.jsonl" --seed "$K" --model "$POLICY" $SAMPLE \
+  --out "$R/queries"
+curated queries
 # Search last, the longest step (a tree is saved after every simulation, so a stopped search goes on)
 step "$R" search datalyst search run "$R/tasks/search.jsonl" --seed "$K" --collect --simulations "$SIMULATIONS" \
   --concurrency 4 --model "$POLICY" --dialect jupiter --max-tokens 1024 --out "$R/trees"
