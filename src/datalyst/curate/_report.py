@@ -147,7 +147,8 @@ def _spent(run: RunFolder, trajectories: Sequence[Trajectory], kept: int) -> Spe
         cost = {"completion_tokens": sum(turn.completion_tokens for turn in turns),
                 "prompt_tokens": sum(turn.prompt_tokens for turn in turns),
                 "cells": sum(turn.code is not None for turn in turns),
-                "seconds": round(sum(trajectory.duration_s for trajectory in trajectories), 1)}  # fmt: skip
+                "seconds": sum(trajectory.duration_s for trajectory in trajectories)}  # fmt: skip
+    cost = {name: round(value, 1) for name, value in cost.items()}  # the trees' seconds too
     per_kept = {name: round(value / kept, 1) for name, value in cost.items()} if kept else {}
     return Spent(**cost, per_kept=per_kept)
 
