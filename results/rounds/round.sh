@@ -118,35 +118,31 @@ step "$R" search datalyst search run "$R/tasks/search.jsonl" --seed "$K" --colle
 step "$R" trees datalyst curate trees "$R/trees" --out "$R/mcts"
 curated mcts
 
-# 3. The small model trained from its base on every round's kept trajectories up to this one, then the agent as ask
-#    runs it on the dev questions, beside dev-ask-small-fcn (its base) and dev-ask-small-sft-fcn (the earlier SFT).
-exports=()
+# 3. The models trained from their bases on every round's kept trajectories up to this one, then the agent as ask
+#    runs each on the dev questions, beside its base's dev run: small (about 30 min of training), then medium (the
+#    1.5B model, the default's candidate: about 2 h, recomputing activations to fit in memory). Each round's expert
+#    share is capped at what the policy's sources kept in it: the policy's own right runs are most of the signal, and
+#    the expert's regular moves teach the file kinds without outweighing them (a model trained on the templates alone
+#    carries their fixed moves to files where they do not fit). Uncapped, round 1's 611 expert trajectories of at
+#    most 3,072 tokens would take small about 3 h and medium about 12 h on 2 cores.
+exports=() caps=()
 for round in $(seq 1 "$K"); do
   for source in react queries mcts expert; do
     [ -e "$ROUNDS/r$round/export-$source.done" ] && exports+=("$ROUNDS/r$round/$source/exports")
   done
+  kept=$(cat "$ROUNDS/r$round"/{react,queries,mcts}/exports/examples.jsonl 2>/dev/null | wc -l)
+  [ -e "$ROUNDS/r$round/export-expert.done" ] && caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
 done
-step "$R" sft-small datalyst train sft "${exports[@]}" --model embedded:small --out "$R/sft-small" --batch-size 8 \
-  --max-length 3072 --lr 2e-4 --seed 0
 ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check"
+step "$R" sft-small datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:small --out "$R/sft-small" \
+  --batch-size 8 --max-length 3072 --lr 2e-4 --seed 0
 step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
   --concurrency 4 --out "$R/dev-small"
-# 4. With MEDIUM=1, medium LoRA-trained on the same mix (the 1.5B model), and its dev run beside dev-ask-medium-lc-ac-fcn.
-#    Each round's expert share is capped at what the policy's sources kept in it: medium is right on about half the
-#    questions already, so its own right runs are most of the signal, and the expert's regular moves teach the file
-#    kinds without outweighing them (a 1.5B step also costs about three times a 0.5B one).
-if [ "${MEDIUM:-0}" = 1 ]; then
-  caps=()
-  for round in $(seq 1 "$K"); do
-    kept=$(cat "$ROUNDS/r$round"/{react,queries,mcts}/exports/examples.jsonl 2>/dev/null | wc -l)
-    [ -e "$ROUNDS/r$round/export-expert.done" ] && caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
-  done
-  step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
-    --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
-  step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
-    --no-reformat --concurrency 4 --out "$R/dev-medium"
-fi
-# 5. With RL=1, RL that can move (DataMind's dapo+sft) from the small model just trained, on fresh verified tasks it
+step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
+  --recompute --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
+step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
+  --no-reformat --concurrency 4 --out "$R/dev-medium"
+# 4. With RL=1, RL that can move (DataMind's dapo+sft) from the small model just trained, on fresh verified tasks it
 #    solves only sometimes: drawn, sampled four times each by it, kept where 20-80% of the samples were right
 #    (curate band), so a group's runs disagree and the advantages are not all zero; then its dev run.
 if [ "${RL:-0}" = 1 ]; then

@@ -99,21 +99,24 @@ def test_loss_on_kept_logits_equals_the_full_cross_entropy(tiny_model: Path, tmp
     )
 
 
-def test_micro_batching_does_not_change_the_update(tiny_model: Path, tmp_path: Path) -> None:
+def test_micro_batching_and_recomputing_do_not_change_the_update(tiny_model: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
     data = write_examples(tmp_path / "e.jsonl", 4)
     lora = LoraOptions(r=4, alpha=8, dropout=0.0)
-    for name, budget in (("one-by-one", 1), ("together", 4096)):  # 4 forward passes, or 1 padded batch of 4
-        settings = config(tiny_model, data, lora=lora, max_batch_tokens=budget, warmup_ratio=0.0)
+    # 4 forward passes, 1 padded batch of 4, or 4 passes whose activations the backward pass computes again
+    runs = {"one-by-one": (1, False), "together": (4096, False), "recomputed": (1, True)}
+    for name, (budget, recompute) in runs.items():
+        settings = config(tiny_model, data, lora=lora, max_batch_tokens=budget, warmup_ratio=0.0, recompute=recompute)
         train_sft(settings, tmp_path / name, progress=False)
     a = load_file(tmp_path / "one-by-one" / "adapter" / "adapter_model.safetensors")
-    b = load_file(tmp_path / "together" / "adapter" / "adapter_model.safetensors")
-    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert any(k.endswith("lora_B.weight") and a[k].abs().sum() > 0 for k in a)  # the step did move the weights
-    assert read_log(tmp_path / "one-by-one" / "log.jsonl")[0].loss == pytest.approx(
-        read_log(tmp_path / "together" / "log.jsonl")[0].loss, rel=1e-5
-    )
+    for name in ("together", "recomputed"):
+        b = load_file(tmp_path / name / "adapter" / "adapter_model.safetensors")
+        assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a), name
+        assert read_log(tmp_path / "one-by-one" / "log.jsonl")[0].loss == pytest.approx(
+            read_log(tmp_path / name / "log.jsonl")[0].loss, rel=1e-5
+        )
 
 
 def test_training_lowers_the_loss_and_writes_the_run_folder(tiny_model: Path, tmp_path: Path) -> None:

@@ -47,6 +47,9 @@ def sft_command(
     seed: Annotated[int, typer.Option()] = 0,
     precision: Annotated[str, typer.Option(help="auto (bf16 where the hardware has it), bf16 or fp32.")] = "auto",
     save_every: Annotated[int, typer.Option(help="Checkpoint every this many steps.")] = 1,
+    recompute: Annotated[
+        bool, typer.Option(help="Gradient checkpointing: less memory for about a third more compute (large models).")
+    ] = False,
 ) -> None:
     """Supervised fine-tuning on the agent's own tokens (LoRA by default); resumable at any step."""
     lora = parse_options(LoraOptions, r=lora_r, alpha=lora_alpha, dropout=lora_dropout) if lora_r else None
@@ -59,7 +62,7 @@ def sft_command(
     config = parse_options(
         SFTConfig, data=[str(path.resolve()) for path in data], model=model, lora=lora, lr=lr,
         warmup_ratio=warmup_ratio, epochs=epochs, batch_size=batch_size, max_length=max_length,
-        max_batch_tokens=max_batch_tokens, limit=limit, caps=caps, seed=seed, precision=precision,
+        max_batch_tokens=max_batch_tokens, limit=limit, caps=caps, seed=seed, precision=precision, recompute=recompute,
     )  # fmt: skip
     result = train_sft(config, out, save_every=save_every)
     rate = result.tokens / result.seconds if result.seconds else 0.0

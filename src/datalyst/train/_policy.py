@@ -45,12 +45,18 @@ def hf_spec(spec: str) -> str:
     raise ConfigError(f"model spec '{spec}' names no local weights to train; give an embedded:, gguf: or hf: spec")
 
 
-def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = None) -> Any:
+def load_policy(spec: str, *, lora: LoraOptions | None, adapter: str | None = None, recompute: bool = False) -> Any:
     """``spec`` loaded in float32 for training (a ``TransformersModel``): with a trained ``adapter`` (a peft
     folder or a GGUF adapter file) it continues (trainable), else it gets fresh LoRA layers, or none when
     ``lora`` is None (full fine-tuning). It loads on the CPU (``Runtime.prepare`` moves it to this process's
-    device) and is left in train mode."""
+    device) and is left in train mode. ``recompute`` turns on gradient checkpointing: each layer's activations
+    are computed again in the backward pass instead of kept."""
     loaded = load_model(hf_spec(spec), dtype="float32", device="cpu")
+    if recompute:  # non-reentrant, so the frozen embeddings' output needs no requires_grad for LoRA to learn
+        model = loaded.model  # transformers 5.2x renamed gradient checkpointing to activation checkpointing
+        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+        enable({"use_reentrant": False})
+        model.config.use_cache = False  # training keeps no key/value cache (said here, transformers warns)
     if adapter is not None and Path(adapter).is_file():  # a GGUF adapter, as datalyst ships one
         from datalyst.train._convert import lora_from_gguf
 
