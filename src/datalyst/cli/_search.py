@@ -82,8 +82,9 @@ def run_command(
     answered = sum(decide(tree) is not None for tree in trees)
     line = f"{len(trees)} trees, {answered} with an answer, {sum(len(tree.nodes) - 1 for tree in trees)} states"
     if collect:
-        won = sum(any(node.estimate > 0 for node in tree.candidates()) for tree in trees)
-        line += f"; {won} found a right answer"
+        best = [max((node.estimate for node in tree.candidates()), default=-1.0) for tree in trees]
+        right, partly = sum(b >= 1 for b in best), sum(0 < b < 1 for b in best)
+        line += f"; {right} found a right answer, {partly} only a partly right one"
     console.print(line)
 
 
