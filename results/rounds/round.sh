@@ -40,10 +40,6 @@ if [ "$ROUNDS" = runs/rounds ] && [ -d "$saved" ]; then
     fi
   done
   [ -s "$saved/trees.tar.gz" ] && [ ! -d "$R/trees" ] && tar -C "$R" -xzf "$saved/trees.tar.gz"
-  for trained in sft-small sft-medium rl-small; do
-    [ -s "$saved/$trained.tar.gz" ] && [ ! -d "$R/$trained" ] && tar -C "$R" -xzf "$saved/$trained.tar.gz" &&
-      touch "$R/$trained.done"
-  done
   for dev in dev-small dev-medium dev-rl-small; do
     if [ -d "$saved/$dev/trajectories" ] && [ ! -d "$R/$dev" ]; then
       mkdir -p "$R/$dev/trajectories" && cp "$saved/$dev/config.json" "$R/$dev/"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Save what the rounds have made so far into results/rounds/rK, to commit: the draws of tasks, the sampled and the
-# expert's trajectories (gzipped, with their run records), the search trees, the trained adapters once their steps are
-# done and the dev runs.
+# expert's trajectories (gzipped, with their run records), the search trees, the records of the trained models (their
+# loss, config and examples; the weights are trained again where they are missing) and the dev runs.
 # round.sh unpacks them before it starts; the steps between (judging, filtering, exports) are made again from them.
 # The model-written questions every round draws from are kept too (queries.jsonl.gz).
 set -eu
@@ -18,9 +18,10 @@ for round in runs/rounds/r*/; do
     echo "$round/$source: $(wc -l < "$round/$source/samples.jsonl") trajectories"
   done
   if [ -d "$round/trees" ]; then tar -C "$round" -czf "$out/trees.tar.gz" trees; fi
-  for trained in sft-small sft-medium rl-small; do  # the adapter and the record of its training, not the checkpoints
-    if [ -e "$round/$trained.done" ]; then
-      tar -C "$round" -czf "$out/$trained.tar.gz" --exclude "$trained/checkpoints" --exclude "$trained/rollouts" "$trained"
+  for trained in sft-small sft-medium rl-small; do  # the record of its training, not the weights (35-75 MB each):
+    if [ -e "$round/$trained.done" ]; then       # another machine trains them again from the saved trajectories
+      mkdir -p "$out/$trained"
+      cp "$round/$trained"/{config.json,train.manifest.json,log.jsonl,examples.txt,loss.png} "$out/$trained/"
     fi
   done
   for dev in dev-small dev-medium dev-rl-small; do
