@@ -122,12 +122,13 @@ if [ "$SEARCHED" -gt 0 ]; then
 fi
 
 # 3. The models trained from their bases on every round's kept trajectories up to this one, then the agent as ask
-#    runs each on the dev questions, beside its base's dev run: small (about 30 min of training), then medium (the
-#    1.5B model, the default's candidate: about 2 h, recomputing activations to fit in memory). Each round's expert
-#    share is capped at what the policy's sources kept in it: the policy's own right runs are most of the signal, and
-#    the expert's regular moves teach the file kinds without outweighing them (a model trained on the templates alone
-#    carries their fixed moves to files where they do not fit). Uncapped, round 1's 611 expert trajectories of at
-#    most 3,072 tokens would take small about 3 h and medium about 12 h on 2 cores.
+#    runs each on the dev questions, beside its base's dev run: medium first (the 1.5B model, the default's
+#    candidate: about 2.5 h for an epoch, recomputing activations to fit in memory), then small for 3 epochs
+#    (JUPITER's count; one epoch of round 1's 87 examples left it half-trained, ending its turns after a thought).
+#    Each round's expert share is capped at what the policy's sources kept in it: the policy's own right runs are
+#    most of the signal, and the expert's regular moves teach the file kinds without outweighing them (a model
+#    trained on the templates alone carries their fixed moves to files where they do not fit). Uncapped, round 1's
+#    611 expert trajectories of at most 3,072 tokens would take small about 3 h and medium about 12 h on 2 cores.
 exports=() caps=()
 for round in $(seq 1 "$K"); do
   for source in react queries mcts expert; do
@@ -137,14 +138,14 @@ for round in $(seq 1 "$K"); do
   [ -e "$ROUNDS/r$round/export-expert.done" ] && caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
 done
 ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check"
-step "$R" sft-small datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:small --out "$R/sft-small" \
-  --batch-size 8 --max-length 3072 --lr 2e-4 --seed 0
-step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
-  --concurrency 4 --out "$R/dev-small"
 step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
   --recompute --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
 step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
   --no-reformat --concurrency 4 --out "$R/dev-medium"
+step "$R" sft-small datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:small --out "$R/sft-small" \
+  --epochs 3 --batch-size 8 --max-length 3072 --lr 2e-4 --seed 0
+step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
+  --concurrency 4 --out "$R/dev-small"
 # 4. With RL=1, RL that can move (DataMind's dapo+sft) from the small model just trained, on fresh verified tasks it
 #    solves only sometimes: drawn, sampled four times each by it, kept where 20-80% of the samples were right
 #    (curate band), so a group's runs disagree and the advantages are not all zero; then its dev run.
