@@ -18,13 +18,16 @@ for round in runs/rounds/r*/; do
     echo "$round/$source: $(wc -l < "$round/$source/samples.jsonl") trajectories"
   done
   if [ -d "$round/trees" ]; then tar -C "$round" -czf "$out/trees.tar.gz" trees; fi
-  for trained in sft-small sft-medium rl-small; do  # the record of its training, not the weights (35-75 MB each):
-    if [ -e "$round/$trained.done" ]; then       # another machine trains them again from the saved trajectories
-      mkdir -p "$out/$trained"
-      cp "$round/$trained"/{config.json,train.manifest.json,log.jsonl,examples.txt,loss.png} "$out/$trained/"
-    fi
+  for trained in "$round"/sft-*/ "$round"/rl-*/; do  # the record of a finished training, not the weights (35-75 MB
+    trained=$(basename "$trained")                   # each): another machine trains them again from the trajectories
+    [ -e "$round/$trained/loss.png" ] || [ -e "$round/$trained/reward.png" ] || continue  # drawn when it ends
+    mkdir -p "$out/$trained"
+    for f in config.json train.manifest.json log.jsonl examples.txt loss.png reward.png; do
+      [ -e "$round/$trained/$f" ] && cp "$round/$trained/$f" "$out/$trained/"
+    done
   done
-  for dev in dev-small dev-medium dev-rl-small; do
+  for dev in "$round"/dev-*/; do
+    dev=$(basename "$dev")
     if [ -d "$round/$dev/trajectories" ]; then
       mkdir -p "$out/$dev/trajectories"
       cp "$round/$dev/config.json" "$out/$dev/"
