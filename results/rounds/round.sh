@@ -40,7 +40,8 @@ if [ "$ROUNDS" = runs/rounds ] && [ -d "$saved" ]; then
     fi
   done
   [ -s "$saved/trees.tar.gz" ] && [ ! -d "$R/trees" ] && tar -C "$R" -xzf "$saved/trees.tar.gz"
-  for dev in dev-small dev-medium dev-rl-small; do
+  for dev in "$saved"/dev-*/; do
+    dev=$(basename "$dev")
     if [ -d "$saved/$dev/trajectories" ] && [ ! -d "$R/$dev" ]; then
       mkdir -p "$R/$dev/trajectories" && cp "$saved/$dev/config.json" "$R/$dev/"
       for f in "$saved/$dev"/trajectories/*.gz; do gunzip -c "$f" > "$R/$dev/trajectories/$(basename "$f" .gz)"; done
