@@ -124,8 +124,9 @@ fi
 
 # 3. The models trained from their bases on every round's kept trajectories up to this one, then the agent as ask
 #    runs each on the dev questions, beside its base's dev run: medium first (the 1.5B model, the default's
-#    candidate: about 2 h for an epoch of round 1's mix, recomputing activations to fit in memory), then small for 3 epochs
-#    (JUPITER's count; one epoch of round 1's 87 examples left it half-trained, ending its turns after a thought).
+#    candidate: about 2 h for an epoch of round 1's mix, recomputing activations to fit in memory), then small for 3
+#    epochs (JUPITER's count; one epoch of round 1's 87 examples left it half-trained, ending its turns after a
+#    thought).
 #    Each round's expert share is capped at what the policy's sources kept in it: the policy's own right runs are
 #    most of the signal, and the expert's regular moves teach the file kinds without outweighing them (a model
 #    trained on the templates alone carries their fixed moves to files where they do not fit). Uncapped, round 1's
