@@ -143,10 +143,23 @@ def test_a_repeat_of_the_cell_that_just_failed_is_not_run_again(sales_task):
     first, repeated, third = trajectory.turns[:3]
     assert repeated.redraws == 2  # drawn again twice, the same cell each time (the script has nothing else)
     assert repeated.result == first.result and repeated.execution_s == 0.0  # the error it would give again
-    assert repeated.observation.startswith("This is the code of the cell that just failed, so it was not run again")
+    assert repeated.observation.startswith("This is the code of an earlier cell, which failed, so it was not run again")
     assert "NameError" in repeated.observation and third.result.ok and trajectory.answer == "1"
     unguarded = asyncio.run(Agent(ReplayModel(script, per_turn=True), AgentConfig(dialect="jupiter")).arun(sales_task))
     assert unguarded.turns[1].execution_s > 0 and not unguarded.turns[1].result.ok  # run again, failed again
+
+
+def test_a_repeat_of_an_earlier_cell_that_ran_is_not_run_again(sales_task):
+    load = "Thought: Load it.\nAction:\n```python\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\n```"
+    look = "Thought: Look.\nAction:\n```python\nprint(len(df))\n```"
+    load_again = load.replace("df =", "df  =")  # the first cell again, spaces aside
+    script = [load, look, load_again, "Thought: Done.\nFormatted answer: 4"]
+    config = AgentConfig(dialect="jupiter", repeat_guard=True)
+    trajectory = asyncio.run(Agent(ReplayModel(script, per_turn=True), config).arun(sales_task))
+    first, _, repeated, _ = trajectory.turns
+    assert repeated.redraws == 2 and repeated.execution_s == 0.0 and repeated.result == first.result
+    assert repeated.observation.startswith("This is the code of an earlier cell, which already ran")
+    assert "Traceback" not in repeated.observation and trajectory.answer == "4"
 
 
 def test_a_repeat_of_the_failing_cell_is_drawn_again_hotter_and_set_aside(sales_task):
@@ -169,7 +182,7 @@ def test_repeats_count_as_failing_cells(sales_task):
     config = AgentConfig(dialect="jupiter", repeat_guard=True, max_consecutive_errors=3)
     trajectory = asyncio.run(Agent(ReplayModel([broken] * 5, per_turn=True), config).arun(sales_task))
     assert trajectory.termination == Termination.EXECUTION_ERRORS and len(trajectory.turns) == 3
-    assert trajectory.turns[2].observation.count("This is the code of the cell") == 1
+    assert trajectory.turns[2].observation.count("This is the code of an earlier cell") == 1
 
 
 # What the model writes after the last call, where its turn is begun with the dialect's answer_start.

@@ -17,7 +17,7 @@ from datalyst.agent._export import TrainingMessage, to_html, to_messages, to_not
 from datalyst.agent._rollout import RolloutSummary, rollout, rollout_groups
 from datalyst.agent._store import finished_ids, read_trajectories
 from datalyst.agent._training import TrainingExample, training_example
-from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn, trajectory_id
+from datalyst.agent._trajectory import SCHEMA_VERSION, Termination, Trajectory, Turn, cell_key, trajectory_id
 
 __all__ = [
     "ANALYST_OPTIONS",
@@ -41,6 +41,7 @@ __all__ = [
     "Turn",
     "analyst_config",
     "build_context",
+    "cell_key",
     "finished_ids",
     "get_dialect",
     "read_trajectories",

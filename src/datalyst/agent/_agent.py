@@ -29,7 +29,7 @@ from datalyst.agent._figures import collect_figures
 from datalyst.agent._hints import column_hint
 from datalyst.agent._preload import preload_cell
 from datalyst.agent._tracebacks import compact_traceback
-from datalyst.agent._trajectory import Termination, Trajectory, Turn, trajectory_id
+from datalyst.agent._trajectory import Termination, Trajectory, Turn, cell_key, trajectory_id
 from datalyst.data import FileKind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
@@ -38,13 +38,17 @@ from datalyst.tasks import Task, extract_answers, format_problems
 from datalyst.text import clip_middle
 
 log = logging.getLogger(__name__)
-REPEATED = (
-    "This is the code of the cell that just failed, so it was not run again: it would fail the same way. "
+REPEATED_FAILURE = (
+    "This is the code of an earlier cell, which failed, so it was not run again: it would fail the same way. "
     "Read the error below and change the code, or answer if you can."
 )
-"""What the agent says instead of running a failing cell again (``AgentConfig.repeat_guard``)."""
+REPEATED_SUCCESS = (
+    "This is the code of an earlier cell, which already ran, so it was not run again: what it defined is "
+    "still there and what it printed is above. Take the next step, or answer if you can."
+)
+"""What the agent says instead of running a cell again (``AgentConfig.repeat_guard``)."""
 REDRAWS = 2
-"""Times a turn that repeats the failing cell is drawn again before the guard's message (``repeat_guard``)."""
+"""Times a turn that repeats an earlier cell is drawn again before the guard's message (``repeat_guard``)."""
 REDRAW_TEMPERATURE = 0.8
 """The least temperature a turn is drawn again at: greedy decoding would write the same cell."""
 
@@ -74,9 +78,10 @@ class AgentConfig(BaseModel):
     """Show a failing cell's traceback with the cell's own frames and the error only, the library frames left
     out (the record keeps the whole traceback)."""
     repeat_guard: bool = False
-    """A code turn that repeats the cell that just failed is drawn again (up to ``REDRAWS`` times, at a temperature
-    of at least ``REDRAW_TEMPERATURE``); one that still repeats it is not run again: its observation says so above
-    the same error, and it counts as a failing cell."""
+    """A code turn that repeats an earlier cell of the run (whitespace aside) is drawn again (up to ``REDRAWS``
+    times, at a temperature of at least ``REDRAW_TEMPERATURE``); one that still repeats it is not run again: its
+    observation says so, above the earlier cell's error when it failed, and it counts as a failing cell (a step
+    that made no progress)."""
     column_hints: bool = False
     """Under a failing cell that named a column the files do not have (a KeyError, a frame's AttributeError), show
     the closest real column names (``datalyst.agent._hints``)."""
@@ -297,11 +302,11 @@ class Agent:
         )
 
     async def _next_turn(self, state: AgentState) -> tuple[Completion, int]:
-        """The model's next turn and how many times it was drawn again (``repeat_guard``: while it repeats the
-        cell that just failed, up to ``REDRAWS`` times)."""
+        """The model's next turn and how many times it was drawn again (``repeat_guard``: while it repeats an
+        earlier cell, up to ``REDRAWS`` times)."""
         [completion] = await self.propose(state)
         redraws = 0
-        while self.config.repeat_guard and redraws < REDRAWS and _failed_repeat(state, self.read(completion)[1]):
+        while self.config.repeat_guard and redraws < REDRAWS and _repeated(state, self.read(completion)[1]):
             redraws += 1
             [completion] = await self.propose(state, redraw=redraws)
         return completion, redraws
@@ -373,9 +378,13 @@ class Agent:
             pass  # the turn after the last call: nothing runs, nothing is said
         elif turn.kind == ActionKind.VOID:
             turn.observation = self.dialect.void_feedback()
-        elif turn.kind == ActionKind.CODE and self.config.repeat_guard and (failed := _failed_repeat(state, turn)):
-            turn.result = failed.result
-            turn.observation = f"{REPEATED}\n{self.observe(failed.result, state.trajectory.task.files)}"
+        elif turn.kind == ActionKind.CODE and self.config.repeat_guard and (earlier := _repeated(state, turn)):
+            turn.result = earlier.result
+            turn.observation = (
+                REPEATED_SUCCESS
+                if earlier.result.ok
+                else f"{REPEATED_FAILURE}\n{self.observe(earlier.result, state.trajectory.task.files)}"
+            )
             errors_in_a_row += 1
         elif turn.kind == ActionKind.CODE:
             sandbox = await state.sandbox.get()
@@ -503,17 +512,13 @@ def _as_completed(turn: Turn) -> Completion:
     )  # fmt: skip
 
 
-def _failed_repeat(state: AgentState, turn: Turn | Step) -> Turn | None:
-    """The last code turn of ``state`` when it failed and ``turn`` runs the same code again."""
+def _repeated(state: AgentState, turn: Turn | Step) -> Turn | None:
+    """The latest code turn of ``state`` that ran the code ``turn`` would run, if any."""
     if turn.kind != ActionKind.CODE:
         return None
-    last = next((t for t in reversed(state.turns) if t.kind == ActionKind.CODE), None)
-    if last is None or last.result is None or last.result.ok:
-        return None
-    same = [line.rstrip() for line in (last.code or "").strip().splitlines()] == [
-        line.rstrip() for line in (turn.code or "").strip().splitlines()
-    ]
-    return last if same else None
+    key = cell_key(turn.code or "")
+    ran = (t for t in reversed(state.turns) if t.kind == ActionKind.CODE and t.result is not None)
+    return next((t for t in ran if cell_key(t.code or "") == key), None)
 
 
 def _ended(state: AgentState, termination: Termination, error: str | None = None) -> AgentState:

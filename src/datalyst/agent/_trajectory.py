@@ -24,6 +24,11 @@ SCHEMA_VERSION = 7
 7 added ``Turn.format_check``."""
 
 
+def cell_key(code: str) -> str:
+    """A cell's code with its whitespace collapsed: two cells with the same key run the same code."""
+    return " ".join(code.split())
+
+
 def trajectory_id(task_id: str, trial: int) -> str:
     """The id of a task's ``trial``-th trajectory: unique within a run, the key for resuming."""
     return f"{task_id}#{trial}"

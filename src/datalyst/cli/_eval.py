@@ -100,7 +100,7 @@ def run_command(
     ] = False,
     repeat_guard: Annotated[
         bool,
-        typer.Option(help="Draw again a turn that repeats the cell that just failed; if it still does, do not run it."),
+        typer.Option(help="Draw again a turn that repeats an earlier cell; if it still does, do not run it."),
     ] = False,
     short_tracebacks: Annotated[
         bool, typer.Option(help="Show a failing cell's own frames and its error, not the frames inside libraries.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from datalyst.agent import ActionKind, Termination, Trajectory, Turn, get_dialect
+from datalyst.agent import ActionKind, Termination, Trajectory, Turn, cell_key, get_dialect
 from datalyst.curate._records import KEEP, Verdict
 from datalyst.judge import extract_sql
 from datalyst.tasks import Task, extract_answers
@@ -113,7 +113,7 @@ class RepetitionCheck:
         for turn in trajectory.turns:
             if turn.kind != ActionKind.CODE or turn.code is None:
                 continue
-            cell = " ".join(turn.code.split())
+            cell = cell_key(turn.code)
             if cell in cells:
                 return Verdict(reason=REPEATED_CELL, detail=f"turn {turn.index} repeats the cell of turn {cells[cell]}")
             cells[cell] = turn.index
