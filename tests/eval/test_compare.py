@@ -50,5 +50,5 @@ def test_each_group_is_compared_on_its_own_tasks(tmp_path):
 def test_grouping_needs_the_runs_tasks(tmp_path):
     a = write_run(tmp_path / "a", {"1": 0}, tasks=False)
     b = write_run(tmp_path / "b", {"1": 1})
-    with pytest.raises(ConfigError, match=r"no tasks\.jsonl"):
+    with pytest.raises(ConfigError, match=r"no config\.json"):  # neither its tasks nor the settings that chose them
         compare_runs(a, b, by=GroupBy.LEVEL)

@@ -107,6 +107,16 @@ def test_a_run_folder_refuses_other_settings(finished_run):
         run_eval(config(trials=3), out, ReplayModel(SCRIPT, per_turn=True), progress=False)
 
 
+def test_a_run_kept_without_its_tasks_file_resumes_and_rescores(finished_run):
+    out, report = finished_run
+    kept = (out / "tasks.jsonl").read_text()
+    (out / "tasks.jsonl").unlink()  # results/eval keeps a run's config and trajectories only
+    assert score_run(out).dialects == report.dialects and (out / "tasks.jsonl").read_text() == kept
+    (out / "tasks.jsonl").unlink()
+    model = ReplayModel(SCRIPT, per_turn=True)
+    assert run_eval(config(), out, model, progress=False).dialects == report.dialects and not model.calls
+
+
 def test_a_split_is_recorded_and_excludes_a_subset(tmp_path, dabench_tables):
     tasks = prepare_run(config(subset=None, split="test"), tmp_path / "run")
     assert len(tasks) == 197 and json.loads((tmp_path / "run" / "config.json").read_text())["split"] == "test"

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict
 from datalyst.errors import ConfigError
 from datalyst.eval._metrics import Estimate, bootstrap, score_matrix
 from datalyst.eval._report import group_order
-from datalyst.eval._run import dialects_of, read_verdicts
-from datalyst.tasks import Task, read_tasks
+from datalyst.eval._run import dialects_of, read_verdicts, run_tasks
+from datalyst.tasks import Task
 
 PERMUTATIONS = 10_000
 SIGNIFICANCE = 0.05
@@ -119,7 +119,7 @@ def compare_runs(
         pairs = [(dialects_a[0], dialects_b[0])]
     if not pairs:
         raise ConfigError(f"{run_a} and {run_b} share no dialect ({dialects_a} vs {dialects_b}); nothing to compare")
-    tasks = _tasks(run_a, run_b, by) if by is not None else {}
+    tasks = _tasks(run_a, run_b) if by is not None else {}
     compared = []
     for dialect_a, dialect_b in pairs:
         ids_a, matrix_a = score_matrix([v for v in verdicts_a if v.dialect == dialect_a])
@@ -148,15 +148,9 @@ def compare_runs(
     return Comparison(run_a=str(run_a), run_b=str(run_b), by=by, dialects=compared)
 
 
-def _tasks(run_a: str | Path, run_b: str | Path, by: GroupBy) -> dict[str, Task]:
-    """Both runs' tasks by id (from their ``tasks.jsonl``)."""
-    tasks = {}
-    for run in (run_a, run_b):
-        path = Path(run) / "tasks.jsonl"
-        if not path.is_file():
-            raise ConfigError(f"{run} has no tasks.jsonl, so its tasks cannot be grouped by {by}")
-        tasks |= {task.id: task for task in read_tasks(path)}
-    return tasks
+def _tasks(run_a: str | Path, run_b: str | Path) -> dict[str, Task]:
+    """Both runs' tasks by id."""
+    return {task.id: task for run in (run_a, run_b) for task in run_tasks(run)}
 
 
 def _groups(task_ids: list[str], tasks: dict[str, Task], by: GroupBy) -> dict[str, list[int]]:

@@ -49,7 +49,7 @@ def read_config(out_dir: str | Path) -> EvalConfig:
 def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
     """Create or reopen the run folder and return its tasks; refuse a folder made differently."""
     out_dir = Path(out_dir)
-    config_path, tasks_path = out_dir / "config.json", out_dir / "tasks.jsonl"
+    config_path = out_dir / "config.json"
     if config_path.exists():
         stored = read_config(out_dir)
         if changed := stored.changed_settings(config):
@@ -58,15 +58,25 @@ def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
             )
         if stored != config:
             write_atomic(config_path, config.model_dump_json(indent=2))
+        return run_tasks(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(config_path, config.model_dump_json(indent=2))
+    return run_tasks(out_dir)
+
+
+def run_tasks(out_dir: str | Path) -> list[Task]:
+    """The run's tasks, from its ``tasks.jsonl``; chosen from the benchmark by its settings and written there when
+    the file is missing (a run folder kept without it, as ``results/eval`` keeps them)."""
+    tasks_path = Path(out_dir) / "tasks.jsonl"
+    if tasks_path.exists():
         return read_tasks(tasks_path)
+    config = read_config(out_dir)
     tasks = load_bench(config.bench, config.bench_path)
     if config.split is not None:
         tasks = split_tasks(tasks, config.bench, config.split)
     elif config.subset is not None:
         tasks = stratified_subset(tasks, config.subset, seed=config.seed, by=config.stratify_by)
-    out_dir.mkdir(parents=True, exist_ok=True)
     write_tasks(tasks, tasks_path)
-    write_atomic(config_path, config.model_dump_json(indent=2))
     return tasks
 
 
@@ -154,7 +164,7 @@ async def ascore_run(
     )
     write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
     costs = strategy_costs(out_dir, config, trajectories)
-    report = build_report(config, read_tasks(out_dir / "tasks.jsonl"), trajectories, verdicts, costs, reformatted)
+    report = build_report(config, run_tasks(out_dir), trajectories, verdicts, costs, reformatted)
     write_reports(report, trajectories, verdicts, out_dir)
     return report
 
