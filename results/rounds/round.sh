@@ -139,7 +139,8 @@ for round in $(seq 1 "$K"); do
   kept=$(cat "$ROUNDS/r$round"/{react,queries,mcts}/exports/examples.jsonl 2>/dev/null | wc -l)
   [ -e "$ROUNDS/r$round/export-expert.done" ] && caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
 done
-ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check"
+ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check
+  --repeat-guard"
 step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
   --recompute --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
 step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
@@ -169,5 +170,5 @@ open('$R/tasks/drawn-band.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id
       --no-reformat --concurrency 4 --out "$R/dev-rl-small"
   else echo "band: no task that the model solves only sometimes, so no RL (a larger BAND_POOL finds some)"; fi
 fi
-echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn $R/dev-small --by level"
-echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn $ROUNDS/r*/dev-small --out results/rounds/trend.png"
+echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn-rg $R/dev-small --by level"
+echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn-rg $ROUNDS/r*/dev-small --out results/rounds/trend.png"

@@ -81,7 +81,7 @@ class AgentConfig(BaseModel):
     """A code turn that repeats an earlier cell of the run (whitespace aside) is drawn again (up to ``REDRAWS``
     times, at a temperature of at least ``REDRAW_TEMPERATURE``); one that still repeats it is not run again: its
     observation says so, above the earlier cell's error when it failed, and it counts as a failing cell (a step
-    that made no progress)."""
+    that made no progress). On for ``ask`` (:data:`ANALYST_OPTIONS`)."""
     column_hints: bool = False
     """Under a failing cell that named a column the files do not have (a KeyError, a frame's AttributeError), show
     the closest real column names (``datalyst.agent._hints``)."""
@@ -102,7 +102,7 @@ class AgentConfig(BaseModel):
     """Refuse to run code the sandbox cannot fully isolate; False runs it degraded, with a warning."""
 
 
-ANALYST_OPTIONS: dict[str, Any] = {"last_call": True, "format_check": True}
+ANALYST_OPTIONS: dict[str, Any] = {"last_call": True, "format_check": True, "repeat_guard": True}
 """The scaffold options that raised pass@1 on DABench's dev split (docs/RESULTS.md, the scaffold measured one
 change at a time), turned on for the agent analysts talk to (:func:`analyst_config`)."""
 
