@@ -124,29 +124,32 @@ fi
 
 # 3. The models trained from their bases on every round's kept trajectories up to this one, then the agent as ask
 #    runs each on the dev questions, beside its base's dev run: medium first (the 1.5B model, the default's
-#    candidate: about 2 h for an epoch of round 1's mix, recomputing activations to fit in memory), then small for 3
-#    epochs (JUPITER's count; one epoch of round 1's 87 examples left it half-trained, ending its turns after a
-#    thought).
+#    candidate), on the policy's own kept runs alone (round 1: the mix's expert runs gave most of its loss, and both
+#    trainings went round cells, which the repeat guard in ask's agent now stops; about 42 min for round 1's 39
+#    runs with AVX-512, 110 min without), then small for 3 epochs on the mix (JUPITER's count; one epoch of round
+#    1's 87 examples left it half-trained, ending its turns after a thought).
 #    Each round's expert share is capped at what the policy's sources kept in it: the policy's own right runs are
 #    most of the signal, and the expert's regular moves teach the file kinds without outweighing them (a model
 #    trained on the templates alone carries their fixed moves to files where they do not fit). Uncapped, round 1's
 #    611 expert trajectories of at most 3,072 tokens would take small about 3 h and medium about 12 h on 2 cores.
-exports=() caps=()
+own=() experts=() caps=()  # the policy's kept runs of every round so far; the expert's, each round's capped
 for round in $(seq 1 "$K"); do
-  for source in react queries mcts expert; do
-    [ -e "$ROUNDS/r$round/export-$source.done" ] && exports+=("$ROUNDS/r$round/$source/exports")
+  for source in react queries mcts; do
+    [ -e "$ROUNDS/r$round/export-$source.done" ] && own+=("$ROUNDS/r$round/$source/exports")
   done
   kept=$(cat "$ROUNDS/r$round"/{react,queries,mcts}/exports/examples.jsonl 2>/dev/null | wc -l)
-  [ -e "$ROUNDS/r$round/export-expert.done" ] && caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
+  if [ -e "$ROUNDS/r$round/export-expert.done" ]; then
+    experts+=("$ROUNDS/r$round/expert/exports") caps+=(--cap "$ROUNDS/r$round/expert/exports=$kept")
+  fi
 done
 ASK="--bench dabench --dialect jupiter --temperature 0 --trials 1 --max-turns 10 --max-tokens 1024 --last-call --format-check
   --repeat-guard"
-step "$R" sft-medium datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:medium --out "$R/sft-medium" \
-  --recompute --batch-size 8 --max-length 3072 --lr 1e-4 --seed 0
-step "$R" dev-medium datalyst eval run $ASK --split dev --model "embedded:medium?adapter=$R/sft-medium/adapter" \
-  --no-reformat --concurrency 4 --out "$R/dev-medium"
-step "$R" sft-small datalyst train sft "${exports[@]}" "${caps[@]}" --model embedded:small --out "$R/sft-small" \
-  --epochs 3 --batch-size 8 --max-length 3072 --lr 2e-4 --seed 0
+step "$R" sft-medium-own datalyst train sft "${own[@]}" --model embedded:medium --out "$R/sft-medium-own" \
+  --recompute --batch-size 4 --max-length 3072 --lr 1e-4 --seed 0
+step "$R" dev-medium-own-rg datalyst eval run $ASK --split dev \
+  --model "embedded:medium?adapter=$R/sft-medium-own/adapter" --no-reformat --concurrency 4 --out "$R/dev-medium-own-rg"
+step "$R" sft-small datalyst train sft "${own[@]}" "${experts[@]}" "${caps[@]}" --model embedded:small \
+  --out "$R/sft-small" --epochs 3 --batch-size 8 --max-length 3072 --lr 2e-4 --seed 0
 step "$R" dev-small datalyst eval run $ASK --split dev --model "embedded:small?adapter=$R/sft-small/adapter" --no-reformat \
   --concurrency 4 --out "$R/dev-small"
 # 4. With RL=1, RL that can move (DataMind's dapo+sft) from the small model just trained, on fresh verified tasks it
@@ -170,5 +173,6 @@ open('$R/tasks/drawn-band.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id
       --no-reformat --concurrency 4 --out "$R/dev-rl-small"
   else echo "band: no task that the model solves only sometimes, so no RL (a larger BAND_POOL finds some)"; fi
 fi
-echo "round $K done: datalyst eval compare runs/eval/dev-ask-small-fcn-rg $R/dev-small --by level"
+echo "round $K done: datalyst eval compare runs/eval/dev-ask-medium-fcn-rg $R/dev-medium-own-rg --by level"
+echo "  and: datalyst eval compare runs/eval/dev-ask-small-fcn-rg $R/dev-small --by level"
 echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn-rg $ROUNDS/r*/dev-small --out results/rounds/trend.png"
