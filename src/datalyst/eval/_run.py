@@ -59,9 +59,11 @@ def prepare_run(config: EvalConfig, out_dir: str | Path) -> list[Task]:
         if stored != config:
             write_atomic(config_path, config.model_dump_json(indent=2))
         return run_tasks(out_dir)
+    tasks = _chosen_tasks(config)  # before anything is written: a bench that cannot be read leaves no folder behind
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_tasks(tasks, out_dir / "tasks.jsonl")
     write_atomic(config_path, config.model_dump_json(indent=2))
-    return run_tasks(out_dir)
+    return tasks
 
 
 def run_tasks(out_dir: str | Path) -> list[Task]:
@@ -70,13 +72,18 @@ def run_tasks(out_dir: str | Path) -> list[Task]:
     tasks_path = Path(out_dir) / "tasks.jsonl"
     if tasks_path.exists():
         return read_tasks(tasks_path)
-    config = read_config(out_dir)
+    tasks = _chosen_tasks(read_config(out_dir))
+    write_tasks(tasks, tasks_path)
+    return tasks
+
+
+def _chosen_tasks(config: EvalConfig) -> list[Task]:
+    """The benchmark's tasks that ``config`` runs: its split, its stratified subset, or all of them."""
     tasks = load_bench(config.bench, config.bench_path)
     if config.split is not None:
-        tasks = split_tasks(tasks, config.bench, config.split)
-    elif config.subset is not None:
-        tasks = stratified_subset(tasks, config.subset, seed=config.seed, by=config.stratify_by)
-    write_tasks(tasks, tasks_path)
+        return split_tasks(tasks, config.bench, config.split)
+    if config.subset is not None:
+        return stratified_subset(tasks, config.subset, seed=config.seed, by=config.stratify_by)
     return tasks
 
 
