@@ -99,6 +99,9 @@ open('$R/tasks/drawn-queries.txt', 'w').writelines(f'{id}\n' for id in sorted({t
 #    on the model-written questions (judged by agreement), the policy searching (JUPITER's collection), and the
 #    offline expert playing the templates' solutions.
 SAMPLE="--dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
+# From round 2 the policy samples as ask runs it (--analyst: the last call, format check and repeat guard): more of
+# its runs end with an answer, and the kept ones hold the messages the shipped agent sends. Round 1 sampled plain.
+[ "$K" -gt 1 ] && SAMPLE="$SAMPLE --analyst"
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" --model "$POLICY" $SAMPLE --out "$R/react"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
 curated() {  # curated SOURCE: judged, filtered, reported and, when it kept any, exported

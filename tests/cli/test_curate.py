@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from datalyst.agent import read_trajectories
+from datalyst.agent import read_trajectories, to_messages
 from datalyst.tasks import Task, read_tasks, write_tasks
 
 SCRIPT = [
@@ -49,6 +49,23 @@ def sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir):
 
 def test_sample_then_judge(datalyst, replay_spec, tmp_path, examples_dir):
     assert (sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir) / "verdicts.jsonl").exists()
+
+
+def test_sample_as_ask_runs_the_agent_keeps_its_format_check(datalyst, replay_spec, tmp_path, examples_dir):
+    tasks = tmp_path / "tasks.jsonl"
+    write_tasks([Task(id="v", question="How many regions?", format="@regions[value]", answer={"regions": "4"},
+                      judge="dabench", files=[str(examples_dir / "sales.csv")])], tasks)  # fmt: skip
+    # the turn after the format check begins with the answer keyword and the first part asked (<answer>@regions[)
+    script = [SCRIPT[0], "<think>There are 4.</think>\n<answer>4 regions</answer>", "4]</answer>"]
+    run = tmp_path / "run"
+    done = datalyst("curate", "sample", str(tasks), "--out", str(run), "--model", replay_spec(script, per_turn=True),
+                    "--n", "1", "--analyst")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    agent = json.loads((run / "run.json").read_text())["agent"]
+    assert agent["last_call"] and agent["format_check"] and agent["repeat_guard"]
+    (trajectory,) = read_trajectories(run / "samples.jsonl")
+    assert trajectory.answer == "@regions[4]" and "@regions" in (trajectory.turns[1].format_check or "")
+    assert any(m.content == trajectory.turns[1].format_check for m in to_messages(trajectory))
 
 
 @pytest.mark.model

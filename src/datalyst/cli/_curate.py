@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from datalyst.agent import DIALECTS, AgentConfig, get_dialect, rollout
+from datalyst.agent import ANALYST_OPTIONS, DIALECTS, AgentConfig, get_dialect, rollout
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._eval import ManagedModel
 from datalyst.cli._synth import parse_options
@@ -84,6 +84,13 @@ def sample_command(
     max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = 1024,
     max_turns: Annotated[int, typer.Option(help="Turns per trajectory.")] = 10,
     concurrency: Annotated[int, typer.Option(help="Trajectories at once.")] = 4,
+    analyst: Annotated[
+        bool,
+        typer.Option(
+            help="Run the agent as ask does (its last call, format check and repeat guard): the kept runs then "
+            "show the model what the shipped agent says to it."
+        ),
+    ] = False,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Sample N trajectories of every task with a model, the category's workflow in the prompt."""
@@ -92,7 +99,12 @@ def sample_command(
     spec = str(resolve_spec(model))
     sampling = parse_options(SamplingParams, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     agent = parse_options(
-        AgentConfig, dialect=dialect, sampling=sampling, max_turns=max_turns, require_isolation=not allow_unisolated
+        AgentConfig,
+        **(ANALYST_OPTIONS if analyst else {}),
+        dialect=dialect,
+        sampling=sampling,
+        max_turns=max_turns,
+        require_isolation=not allow_unisolated,
     )
     files = [str(path.resolve()) for path in tasks]
     config = parse_options(
