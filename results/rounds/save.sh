@@ -13,7 +13,9 @@ for round in runs/rounds/r*/; do
   for source in react queries expert band; do
     [ -s "$round/$source/samples.jsonl" ] || continue
     mkdir -p "$out/$source"
-    cp "$round/$source/run.json" "$round/$source/samples.jsonl.manifest.json" "$out/$source/"
+    for f in run.json samples.jsonl.manifest.json; do  # the record of when and how the sampling began: a resumed
+      [ -e "$out/$source/$f" ] || cp "$round/$source/$f" "$out/$source/"  # run (even one with nothing left) rewrites it
+    done
     gzip -nc "$round/$source/samples.jsonl" > "$out/$source/samples.jsonl.gz"
     echo "$round/$source: $(wc -l < "$round/$source/samples.jsonl") trajectories"
   done
