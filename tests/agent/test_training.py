@@ -51,15 +51,32 @@ def test_ids_decode_to_the_templates_rendering_of_the_conversation(tokenizer, tr
     assert len(example.loss_mask) == len(example.input_ids)
 
 
-def test_the_mask_covers_exactly_each_turn_and_its_end_of_turn_token(tokenizer, trajectory):
+def test_the_mask_covers_exactly_each_turn_and_the_end_of_turn_token_only_after_the_answer(tokenizer, trajectory):
     example = training_example(trajectory, tokenizer)
     runs = [
         tokenizer.decode([token for token, _ in run])
         for trained, run in itertools.groupby(zip(example.input_ids, example.loss_mask, strict=True), lambda p: p[1])
         if trained
     ]
-    assert runs == [turn.text + tokenizer.end_of_turn for turn in trajectory.turns]
+    code, answer = trajectory.turns
+    assert runs == [code.text, answer.text + tokenizer.end_of_turn]
     assert example.loss_mask[0] == 0
+
+
+def test_the_end_of_turn_token_is_trained_only_where_the_model_wrote_it(examples_dir):
+    """A stop string ends a code turn, and an answer the model wrote past was cut by the agent: the model wrote
+    no end-of-turn token after either, so none is trained; after the answer it ended itself, it is."""
+    tokenizer = load_tokenizer("embedded:small")
+    task = Task(id="regions", question="How many regions are there?", files=[str(examples_dir / "sales.csv")])
+    rambling = SCRIPTS["jupiter"][1] + "\nThought: I could also plot them.\nAction:\n```python\nplot()\n```"
+    for answer, closed in ((SCRIPTS["jupiter"][1], True), (rambling, False)):
+        script = [SCRIPTS["jupiter"][0], answer]
+        trajectory = asyncio.run(Agent(ReplayModel(script, per_turn=True), AgentConfig(dialect="jupiter")).arun(task))
+        assert trajectory.answer == "@regions[4]"
+        assert [message.closed for message in to_messages(trajectory) if not message.is_environment] == [False, closed]
+        ids = trained_ids(training_example(trajectory, tokenizer))
+        ends = [index for index, token in enumerate(ids) if tokenizer.decode([token]) == tokenizer.end_of_turn]
+        assert ends == ([len(ids) - 1] if closed else [])
 
 
 def test_training_examples_leave_out_the_sampling_guidance_unless_asked(examples_dir):
@@ -83,8 +100,9 @@ def test_a_failed_turn_stays_in_the_context_but_out_of_the_loss_unless_asked(exa
     masked, kept = (training_example(trajectory, tokenizer, failed_turns=f) for f in (False, True))
     assert masked.input_ids == kept.input_ids and "NameError" in tokenizer.decode(masked.input_ids)
     trained = [tokenizer.decode(trained_ids(example)) for example in (masked, kept)]
-    assert trained[1] == "".join(turn.text + tokenizer.end_of_turn for turn in trajectory.turns)
-    assert trained[0] == "".join(turn.text + tokenizer.end_of_turn for turn in trajectory.turns[1:])
+    *code, answer = trajectory.turns
+    assert trained[1] == "".join(turn.text for turn in code) + answer.text + tokenizer.end_of_turn
+    assert trained[0] == code[1].text + answer.text + tokenizer.end_of_turn
 
 
 def trained_ids(example) -> list[int]:

@@ -25,6 +25,9 @@ class TrainingMessage(BaseModel):
     is_environment: bool
     failed: bool = False
     """An agent turn whose cell failed (an error, a timeout or a crash)."""
+    closed: bool = False
+    """An agent turn the model ended itself, so the end-of-turn token after it is the model's too: an answer
+    written to its end. A code turn ends where a stop string cut it (before the observation), never so."""
 
 
 def observation_message(dialect: Dialect, turn: Turn) -> str | None:
@@ -50,7 +53,12 @@ def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[Traini
     ]
     for turn in trajectory.turns:
         failed = turn.result is not None and not turn.result.ok
-        messages.append(TrainingMessage(role=Role.ASSISTANT, content=turn.text, is_environment=False, failed=failed))
+        closed = (
+            turn.kind == ActionKind.ANSWER and turn.finish_reason == "stop" and turn.raw.rstrip() == turn.text.rstrip()
+        )
+        messages.append(
+            TrainingMessage(role=Role.ASSISTANT, content=turn.text, is_environment=False, failed=failed, closed=closed)
+        )
         if (reply := observation_message(dialect, turn)) is not None:
             messages.append(TrainingMessage(role=Role.USER, content=reply, is_environment=True))
     return messages

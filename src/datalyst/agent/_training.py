@@ -2,9 +2,11 @@
 
 The conversation is rendered with the model's chat template exactly as the model saw it turn after
 turn, less any sampling guidance (``Trajectory.guidance``) unless it is asked for. The mask is 1 on
-the agent's own text (each assistant message and the end-of-turn token that closes it) and 0 on
-everything the environment wrote: the system prompt, the task, every observation, and the
-template's own role headers. A turn whose cell failed stays in the context but out of the loss
+the agent's own text and 0 on everything the environment wrote: the system prompt, the task, every
+observation, and the template's own role headers. The end-of-turn token after a message is trained
+only where the model wrote it (``TrainingMessage.closed``: an answer it ended): a code turn is cut by
+a stop string, so training its end-of-turn token would teach the model a token it never wrote, and a
+model so trained learns to end turns it has not begun. A turn whose cell failed stays in the context but out of the loss
 unless asked for: the model learns to fix a mistake from its traceback, not to make it.
 """
 
@@ -41,7 +43,7 @@ def training_example(
     chat = [ChatMessage(role=message.role, content=message.content) for message in messages]
     rendered = tokenizer.render(chat, add_generation_prompt=False)
     spans = [
-        _assistant_span(tokenizer, chat, index, rendered)
+        _assistant_span(tokenizer, chat, index, rendered, closed=message.closed)
         for index, message in enumerate(messages)
         if not message.is_environment and (failed_turns or not message.failed)
     ]
@@ -58,9 +60,9 @@ def training_example(
 
 
 def _assistant_span(
-    tokenizer: ChatTokenizer, chat: Sequence[ChatMessage], index: int, rendered: str
+    tokenizer: ChatTokenizer, chat: Sequence[ChatMessage], index: int, rendered: str, *, closed: bool
 ) -> tuple[int, int]:
-    """Where message ``index`` (an assistant turn) and its end-of-turn token lie in the rendering."""
+    """Where message ``index`` (an assistant turn) lies in the rendering, with its end-of-turn token if ``closed``."""
     prompt = tokenizer.render(chat[:index], add_generation_prompt=True)
     content, end_of_turn = chat[index].content, tokenizer.end_of_turn
     start, end = len(prompt), len(prompt) + len(content)
@@ -69,4 +71,4 @@ def _assistant_span(
             f"the chat template does not write assistant turn {index} as the prompt before it, its text and "
             f"{end_of_turn!r}; training examples need a template that keeps messages verbatim"
         )
-    return start, end + len(end_of_turn)
+    return start, end + len(end_of_turn) * closed
