@@ -241,6 +241,7 @@ def test_the_format_check_asks_once_again_for_an_answer_that_misses_a_part(sales
     assert begun.role == "assistant" and begun.content.endswith("@best_region[")
     assert second.text.startswith(begun.content) and second.token_ids is None
     assert [m.content for m in to_messages(trajectory)][-2:] == [first.format_check, second.text]
+    assert [m.failed for m in to_messages(trajectory) if not m.is_environment] == [True, False]  # out of the loss
     plain = asyncio.run(
         Agent(ReplayModel(list(ANSWERS[dialect]), per_turn=True), AgentConfig(dialect=dialect)).arun(task)
     )

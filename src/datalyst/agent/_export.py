@@ -24,7 +24,8 @@ class TrainingMessage(BaseModel):
     content: str
     is_environment: bool
     failed: bool = False
-    """An agent turn whose cell failed (an error, a timeout or a crash)."""
+    """An agent turn that went wrong: its cell failed (an error, a timeout or a crash), or its answer missed the
+    task's format and the format check sent it back."""
     closed: bool = False
     """An agent turn the model ended itself, so the end-of-turn token after it is the model's too: an answer
     written to its end. A code turn ends where a stop string cut it (before the observation), never so."""
@@ -52,7 +53,7 @@ def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[Traini
         TrainingMessage(role=Role.USER, content=first, is_environment=True),
     ]
     for turn in trajectory.turns:
-        failed = turn.result is not None and not turn.result.ok
+        failed = (turn.result is not None and not turn.result.ok) or turn.format_check is not None
         closed = (
             turn.kind == ActionKind.ANSWER and turn.finish_reason == "stop" and turn.raw.rstrip() == turn.text.rstrip()
         )

@@ -6,8 +6,9 @@ the agent's own text and 0 on everything the environment wrote: the system promp
 observation, and the template's own role headers. The end-of-turn token after a message is trained
 only where the model wrote it (``TrainingMessage.closed``: an answer it ended): a code turn is cut by
 a stop string, so training its end-of-turn token would teach the model a token it never wrote, and a
-model so trained learns to end turns it has not begun. A turn whose cell failed stays in the context but out of the loss
-unless asked for: the model learns to fix a mistake from its traceback, not to make it.
+model so trained learns to end turns it has not begun. A turn that went wrong (its cell failed, or
+the format check sent its answer back) stays in the context but out of the loss unless asked for:
+the model learns to fix a mistake from what the environment said of it, not to make it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def training_example(
     """``trajectory`` as ids and mask for ``tokenizer``; ConfigError if its template changes a message's text.
 
     The sampling guidance (``Trajectory.guidance``) is left out of the first message unless ``guidance``;
-    turns whose cell failed are masked unless ``failed_turns``.
+    turns that went wrong (``TrainingMessage.failed``) are masked unless ``failed_turns``.
     """
     messages = to_messages(trajectory, guidance=guidance)
     chat = [ChatMessage(role=message.role, content=message.content) for message in messages]

@@ -389,8 +389,9 @@ def export_command(
     failed_turns: Annotated[
         bool,
         typer.Option(
-            help="Train on the turns whose cell failed too (examples only; by default they stay in the context "
-            "with no loss, so the model learns to fix mistakes, not to make them)."
+            help="Train on the turns that went wrong too (a failed cell, an answer the format check sent back; "
+            "examples only; by default they stay in the context with no loss, so the model learns to fix mistakes, "
+            "not to make them)."
         ),
     ] = False,
 ) -> None:
