@@ -53,7 +53,7 @@ def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[Traini
         TrainingMessage(role=Role.USER, content=first, is_environment=True),
     ]
     for turn in trajectory.turns:
-        failed = (turn.result is not None and not turn.result.ok) or turn.format_check is not None
+        failed = turn.cell_failed or turn.format_check is not None
         closed = (
             turn.kind == ActionKind.ANSWER and turn.finish_reason == "stop" and turn.raw.rstrip() == turn.text.rstrip()
         )

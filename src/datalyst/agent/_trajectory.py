@@ -89,6 +89,11 @@ class Turn(BaseModel):
     def is_void(self) -> bool:
         return self.kind == ActionKind.VOID
 
+    @property
+    def cell_failed(self) -> bool:
+        """The turn ran a cell and it failed (an error, a timeout or a crash)."""
+        return self.result is not None and not self.result.ok
+
 
 class Trajectory(BaseModel):
     """A full run of the agent on one task."""

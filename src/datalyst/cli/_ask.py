@@ -132,7 +132,7 @@ def _show(turn: Turn) -> Group | Text | Panel:
         parts.append(
             Panel(Syntax(turn.code or "", "python", theme="ansi_dark", word_wrap=True), title=f"cell {turn.index + 1}")
         )
-        style = "red" if turn.result is not None and not turn.result.ok else "dim"
+        style = "red" if turn.cell_failed else "dim"
         parts.append(Panel(Text(turn.observation or "", style=style), title="output", title_align="left"))
     elif turn.kind == ActionKind.ANSWER:
         parts.append(Panel(Text(turn.answer or "", style="bold"), title="answer", border_style="green"))

@@ -166,7 +166,7 @@ class _Play:
     def _run(self, cell: Cell, thought: str, mistake: Mistake | None) -> Generator[Step, Turn, Turn]:
         """Run ``cell`` (first broken by ``mistake``, then fixed if it really failed); its last turn."""
         turn = yield Step(thought=thought, code=mistake.code if mistake else cell.code)
-        if mistake and turn.result is not None and not turn.result.ok:
+        if mistake and turn.cell_failed:
             turn = yield Step(thought=self.write.fix(turn, mistake), code=cell.code)
         if turn.result is None or not turn.result.ok:
             error = turn.result.error if turn.result else None

@@ -135,7 +135,7 @@ def _asks(task: Task) -> str:
 
 
 def _failed_cells(trajectory: Trajectory) -> int:
-    return sum(turn.result is not None and not turn.result.ok for turn in trajectory.turns)
+    return sum(turn.cell_failed for turn in trajectory.turns)
 
 
 def _spent(run: RunFolder, trajectories: Sequence[Trajectory], kept: int) -> Spent:

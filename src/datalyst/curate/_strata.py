@@ -53,7 +53,7 @@ def stratum(trajectory: Trajectory, correct: bool) -> Stratum:
     if not correct:
         return Stratum.PERSISTENT_FAILURE
     turns = trajectory.turns
-    if any(turn.result is not None and not turn.result.ok for turn in turns):
+    if any(turn.cell_failed for turn in turns):
         return Stratum.ERROR_CORRECTION
     for before, turn in itertools.pairwise(turns):
         if before.kind == ActionKind.CODE and before.result is not None and _CORRECTION.search(turn.thought):
