@@ -104,9 +104,14 @@ SAMPLE="--dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 10
 [ "$K" -gt 1 ] && SAMPLE="$SAMPLE --analyst"
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" --model "$POLICY" $SAMPLE --out "$R/react"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
+# From round 2 the expert's runs that recover from a failing cell are preferred: half of what its filter keeps (a
+# quarter of its runs make a mistake and fix it; round 1 kept them in that share), so the capped sample the small
+# model trains on holds twice as many recoveries.
+PREFER=""; [ "$K" -gt 1 ] && PREFER="--mix success=0.5,error_correction=0.5"
 curated() {  # curated SOURCE: judged, filtered, reported and, when it kept any, exported
+  local mix=""; [ "$1" = expert ] && mix=$PREFER
   step "$R" "judge-$1" datalyst curate judge "$R/$1" --reflect 0
-  step "$R" "filter-$1" datalyst curate filter "$R/$1" --strategy non-select
+  step "$R" "filter-$1" datalyst curate filter "$R/$1" --strategy non-select $mix
   step "$R" "report-$1" datalyst curate report "$R/$1"
   if [ -s "$R/$1/kept.jsonl" ]; then step "$R" "export-$1" datalyst curate export "$R/$1" --format examples
   else echo "$1: nothing kept"; fi
