@@ -256,6 +256,15 @@ def test_the_format_check_asks_only_once_and_an_empty_reply_keeps_the_first_answ
     assert model.calls[-1][0][-1].content == "Formatted answer:"  # a part was given: no name is begun
     assert [turn.format_check is not None for turn in again.turns] == [True, False]
     assert again.answer == "@region[West] @revenue[1.2345]" and again.termination == Termination.ANSWER
+    worse = ReplayModel(["Formatted answer: @region[West] @revenue[1.2345]", " West"], per_turn=True)
+    kept = asyncio.run(Agent(worse, config).arun(task))  # a reply that fits the format worse keeps the first answer
+    assert kept.turns[1].answer == "West" and kept.answer == "@region[West] @revenue[1.2345]"
+    unfinished = asyncio.run(  # the first part begun, and the model wrote nothing after it
+        Agent(ReplayModel(["Formatted answer: West", ""], per_turn=True), config).arun(
+            task.model_copy(update={"format": FORMATTED})
+        )
+    )
+    assert unfinished.turns[1].text == "Formatted answer: @best_region[" and unfinished.answer == "West"
     empty = asyncio.run(Agent(ReplayModel(["Formatted answer: @region[West]", ""], per_turn=True), config).arun(task))
     assert empty.answer == "@region[West]" and len(empty.turns) == 2
 

@@ -91,7 +91,8 @@ class AgentConfig(BaseModel):
     format_check: bool = False
     """When an answer misses a part the task's answer format names, or gives a number with more decimal places than
     it allows (:func:`datalyst.tasks.format_problems`), say what is off and ask once for the answer again (one
-    more turn, begun with the answer keyword; an empty reply keeps the first answer)."""
+    more turn, begun with the answer keyword; a reply that is empty or fits the format worse keeps the first
+    answer)."""
     preload: bool = False
     """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
     reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
@@ -333,7 +334,8 @@ class Agent:
 
     def begun(self, state: AgentState) -> str:
         """How the agent begins a turn it asks an answer of: the dialect's ``answer_start``, and after a format check
-        of an answer that gave none of the format's parts, the first part's name (``Formatted answer: @mean[``)."""
+        of an answer that gave none of the format's parts, the first part's name (``Formatted answer: @mean[``).
+        Begun so after an answer that gave some parts, ``medium`` wrote that part alone (dev, docs/RESULTS.md)."""
         last = state.turns[-1] if state.turns else None
         asked = list(extract_answers(state.trajectory.task.format)) if last and last.format_check else []
         if not asked or set(extract_answers(last.answer or "")) & set(asked):
@@ -413,11 +415,26 @@ class Agent:
             last_call=ending if turn.last_call or turn.format_check else None,
         )
         if turn.kind == ActionKind.ANSWER:
-            trajectory.answer = turn.answer or trajectory.answer
+            trajectory.answer = self._kept_answer(state, turn)
             return new if turn.format_check else _ended(new, Termination.ANSWER)
         if state.last_call is not None:
             return _ended(new, state.last_call)
         return new if ending is None or turn.last_call else _ended(new, ending)
+
+    def _kept_answer(self, state: AgentState, answer: Turn) -> str | None:
+        """The run's answer after ``answer``: its own, unless the model wrote nothing after what the agent began the
+        turn with, or the turn replies to a format check and fits the format worse than the answer checked."""
+        before, answer_format = state.trajectory.answer, state.trajectory.task.format
+        if not answer.answer or answer.raw.strip() == self.begun(state).strip():
+            return before
+        checked = bool(state.turns) and state.turns[-1].format_check is not None
+        if (
+            checked
+            and before
+            and len(format_problems(answer_format, answer.answer)) > len(format_problems(answer_format, before))
+        ):
+            return before
+        return answer.answer
 
     def _format_problems(self, state: AgentState, answer: Turn) -> list[str]:
         """What keeps ``answer`` from fitting the task's format, when ``format_check`` asks and no check was made."""
