@@ -183,4 +183,5 @@ open('$R/tasks/drawn-band.txt', 'w').writelines(f'{id}\n' for id in sorted({t.id
 fi
 echo "round $K done: datalyst eval compare runs/eval/dev-ask-medium-fcn-rg $R/dev-medium-own-rg --by level"
 echo "  and: datalyst eval compare runs/eval/dev-ask-small-fcn-rg $R/dev-small --by level"
-echo "every round: datalyst eval trend runs/eval/dev-ask-small-fcn-rg $ROUNDS/r*/dev-small --out results/rounds/trend.png"
+echo "every round: datalyst eval trend runs/eval/dev-ask-medium-fcn-rg $ROUNDS/r*/dev-medium-own-rg --out results/rounds/trend-medium.png"
+echo "  and: datalyst eval trend runs/eval/dev-ask-small-fcn-rg $ROUNDS/r*/dev-small --out results/rounds/trend.png"
