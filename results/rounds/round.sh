@@ -17,6 +17,8 @@ WRITER=${WRITER:-embedded:medium}  # writes the questions of synth queries, once
 # How many tasks of each set the policy samples. Round 1 drew 16 trap datasets, 8 SQL tasks and 12 follow-ups,
 # searched 8 of its templates and sampled 16 model-written questions; what each kept per hour (docs/RESULTS.md,
 # round 1) set these: the sets the policy is right on more often get more, and search and questions none.
+# Round 2 ran on an AVX2 machine, where a sample costs about twice as much: 32 templates, 4 trap datasets, 2 SQL tasks
+# and 16 follow-ups (TEMPLATES=32 DATASETS=4 SQL=2 FOLLOWUPS=16).
 TEMPLATES=${TEMPLATES:-48} DATASETS=${DATASETS:-8} SQL=${SQL:-4} FOLLOWUPS=${FOLLOWUPS:-24} SEARCHED=${SEARCHED:-0}
 QUERIES=${QUERIES:-0} QUERY_TABLES=${QUERY_TABLES:-20} BAND_POOL=${BAND_POOL:-32} RL_STEPS=${RL_STEPS:-16}
 EXPERT=${EXPERT:-800}
@@ -100,8 +102,11 @@ open('$R/tasks/drawn-queries.txt', 'w').writelines(f'{id}\n' for id in sorted({t
 #    offline expert playing the templates' solutions.
 SAMPLE="--dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 1024 --concurrency 4"
 # From round 2 the policy samples as ask runs it (--analyst: the last call, format check and repeat guard): more of
-# its runs end with an answer, and the kept ones hold the messages the shipped agent sends. Round 1 sampled plain.
-[ "$K" -gt 1 ] && SAMPLE="$SAMPLE --analyst"
+# its runs end with an answer, and the kept ones hold the messages the shipped agent sends. And without the
+# category's workflow in the prompt (--no-knowledge): the exports leave that hint out, so a kept run trained the model
+# to take the workflow's steps one cell each without being told them (round 1, docs/RESULTS.md); sampled without
+# it, a kept run is exactly what the model read and wrote. Round 1 sampled plain, with the workflow.
+[ "$K" -gt 1 ] && SAMPLE="$SAMPLE --analyst --no-knowledge"
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" --model "$POLICY" $SAMPLE --out "$R/react"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
 # From round 2 the expert's runs that recover from a failing cell are preferred: half of what its filter keeps (a
