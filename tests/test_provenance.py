@@ -33,3 +33,17 @@ def test_a_manifest_reads_back_beside_its_output(tmp_path):
     assert read_manifest(out) == {}
     assert write_manifest(out, seed=3) == tmp_path / "tasks.jsonl.manifest.json"
     assert read_manifest(out)["seed"] == 3
+
+
+def test_a_resumed_manifest_keeps_its_start_and_lists_its_resumes(tmp_path):
+    out = tmp_path / "samples.jsonl"
+    write_manifest(out, resumed=True, seed=1)  # nothing to resume yet: a plain manifest
+    first = read_manifest(out)
+    assert "resumes" not in first
+    write_manifest(out, resumed=True, seed=1)
+    write_manifest(out, resumed=True, seed=1)
+    manifest = read_manifest(out)
+    assert manifest["started_at"] == first["started_at"] and manifest["git_revision"] == first["git_revision"]
+    assert [r["at"] > first["started_at"] for r in manifest["resumes"]] == [True, True]
+    write_manifest(out, seed=2)  # a fresh run starts a fresh manifest
+    assert "resumes" not in read_manifest(out) and read_manifest(out)["seed"] == 2

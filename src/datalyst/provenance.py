@@ -14,11 +14,21 @@ from datalyst.files import write_atomic
 DIRTY = "-dirty"
 
 
-def write_manifest(out_path: Path, **fields: Any) -> Path:
+def write_manifest(out_path: Path, *, resumed: bool = False, **fields: Any) -> Path:
     """Record beside ``out_path`` how it is being made (:func:`new_manifest`); returns the manifest's path
-    (``<out>.manifest.json``)."""
+    (``<out>.manifest.json``). A ``resumed`` output keeps the time and revision its earlier manifest started
+    under and adds this start to its ``resumes``."""
     path = manifest_path(out_path)
-    write_atomic(path, json.dumps(new_manifest(**fields), indent=2))
+    manifest = new_manifest(**fields)
+    earlier = read_manifest(out_path) if resumed else {}
+    if "started_at" in earlier:
+        resume = {"at": manifest["started_at"], "git_revision": manifest["git_revision"]}
+        manifest |= {
+            "started_at": earlier["started_at"],
+            "git_revision": earlier.get("git_revision"),
+            "resumes": [*earlier.get("resumes", []), resume],
+        }
+    write_atomic(path, json.dumps(manifest, indent=2))
     return path
 
 

@@ -36,6 +36,7 @@ def test_rollout_writes_every_trajectory_once_and_resumes(tmp_path, examples_dir
         rollout(tasks[:2], Agent(ReplayModel(TURNS, per_turn=True)), out, trials=2, concurrency=3, progress=False)
     )
     assert first.written == 4 and first.skipped == 0
+    started = json.loads((tmp_path / "rollout.jsonl.manifest.json").read_text())["started_at"]
     again = asyncio.run(
         rollout(tasks, Agent(ReplayModel(TURNS, per_turn=True)), out, trials=2, concurrency=3, progress=False)
     )
@@ -45,6 +46,8 @@ def test_rollout_writes_every_trajectory_once_and_resumes(tmp_path, examples_dir
     assert all(t.answer == "@value[42]" and t.turns[0].observation == "42" for t in trajectories)
     manifest = json.loads((tmp_path / "rollout.jsonl.manifest.json").read_text())
     assert manifest["model"] == "replay" and manifest["trials"] == 2
+    # the manifest keeps when the run first started and records the resume
+    assert manifest["started_at"] == started < manifest["resumes"][0]["at"] and len(manifest["resumes"]) == 1
 
 
 def test_a_broken_task_is_recorded_and_does_not_stop_the_others(tmp_path, examples_dir):

@@ -128,6 +128,7 @@ async def rollout(
     todo = sum(trajectory_id(task.id, trial) not in done for task in tasks for trial in range(trials))
     write_manifest(
         out_path,
+        resumed=bool(done),
         model=agent.model.spec,
         agent=agent.config.model_dump(mode="json"),
         trials=trials,
