@@ -150,9 +150,10 @@ def test_a_resumed_run_matches_an_uninterrupted_one(tiny_model: Path, tmp_path: 
     assert [e.loss for e in read_log(resumed / "log.jsonl")] == [
         e.loss for e in read_log(tmp_path / "whole" / "log.jsonl")
     ]
-    # the manifest keeps when (and under which revision) the run started, and adds when it finished
+    # the manifest keeps when (and under which revision) the run started, lists the resume and adds when it finished
     manifest = json.loads((resumed / "train.manifest.json").read_text())
     assert manifest["started_at"] == started < manifest["finished_at"] and "finished_git_revision" in manifest
+    assert [resume["at"] > started for resume in manifest["resumes"]] == [True]
     assert manifest["result"]["steps"] == 4 and manifest["config"]["epochs"] == 2
 
 

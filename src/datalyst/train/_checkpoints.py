@@ -29,7 +29,8 @@ STATE = "state.json"
 
 def start_run(out: Path, config: BaseModel) -> None:
     """Write ``config.json`` and ``train.manifest.json`` (the revision and time the run starts under) in a new
-    run folder; in an existing one, refuse a config that differs from it."""
+    run folder; in an existing one, refuse a config that differs from it and add this start to the manifest's
+    ``resumes``."""
     path = out / "config.json"
     if path.exists():
         saved = type(config).model_validate_json(path.read_text(encoding="utf-8"))
@@ -39,6 +40,7 @@ def start_run(out: Path, config: BaseModel) -> None:
                 f"{out} holds a run with other settings ({', '.join(changed)}); resume it with the same settings "
                 "or choose a new --out folder"
             )
+        write_manifest(out / "train", resumed=True, config=config.model_dump())
         return
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(path, config.model_dump_json(indent=2))
