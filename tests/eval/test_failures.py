@@ -63,10 +63,33 @@ def test_an_unanswered_run_is_told_by_its_last_cell(result, kind):
         ("@mean[2.5] @count[5]", verdict(detail="wrong: count", reformatted=0.0), "partly right"),
         ("@mean[2.5], 4 rows", verdict(detail="wrong: count", reformatted=1.0), "format"),
         ("@mean[3.1] @count[5]", verdict(detail="wrong: mean, count", reformatted=0.0), "wrong value"),
+        ("@mean[NaN] @count[None]", verdict(detail="wrong: mean, count", reformatted=0.0), "no value"),
+        ("@count[4]", verdict(detail="wrong: mean", reformatted=0.0), "no value"),  # the part is missing
+        ("@mean[nan] @count[5]", verdict(detail="wrong: mean, count", reformatted=0.0), "wrong value"),
+        ("@mean[2.55] @count[4]", verdict(detail="wrong: mean", reformatted=0.0), "near miss"),  # within 5%
+        ("@mean[2.7] @count[4]", verdict(detail="wrong: mean", reformatted=0.0), "partly right"),  # 8% off
+        ("@mean[2.5] @count[4.1]", verdict(detail="wrong: count", reformatted=0.0), "near miss"),
     ],
 )
 def test_an_answered_run_is_told_by_its_answer(answer, judged, kind):
     assert failure_kind(run(answer=answer), judged) == kind
+
+
+@pytest.mark.parametrize(
+    ("expected", "answer", "wrong", "kind"),
+    [
+        ({"r": "0.67", "fit": "poor fit"}, "@r[0.67] @fit[good fit]", "fit", "wrong label"),
+        ({"r": "0.67", "fit": "poor fit"}, "@r[0.12] @fit[good fit]", "r, fit", "wrong value"),
+        ({"normal": "False"}, "@normal[True]", "normal", "wrong label"),
+        ({"outliers": "Kuwait, Saudi Arabia"}, "@outliers[Kuwait]", "outliers", "wrong value"),  # a list, not a label
+        ({"r": "1.0"}, "@r[0.99]", "r", "near miss"),  # absolute under 1 in size: 0.01 <= 0.05
+        ({"r": "0.10"}, "@r[0.16]", "r", "wrong value"),
+    ],
+)
+def test_a_wrong_answer_is_told_by_the_parts_it_got_wrong(expected, answer, wrong, kind):
+    task = TASK.model_copy(update={"answer": expected})
+    answered = run(answer=answer).model_copy(update={"task": task})
+    assert failure_kind(answered, verdict(detail=f"wrong: {wrong}", reformatted=0.0)) == kind
 
 
 @pytest.mark.parametrize(

@@ -11,14 +11,19 @@ Each trajectory that is not fully right gets one kind, the first that applies:
 - an answered one is ``format`` when its answer holds none of the ``@name[value]`` parts the task asks for, or
   when the reformatted answer is right; ``wrong method`` when the task names a statistical method (Pearson's
   correlation, the IQR rule, a t-test, min-max scaling, ...) and the code used another of the same family and not
-  it; ``partly right`` when some parts are right; else ``wrong value``.
+  it; then, by the parts it got wrong: ``no value`` when each is missing or a stand-in (NaN, None, empty), as when
+  the agent wrote the answer without the result; ``near miss`` when each is a number within 5% of the expected one
+  (rounding, a degree of freedom, a row filtered differently); ``wrong label`` when each expects one label, not a
+  number (significant or not, linear or not, a category); ``partly right`` when some parts are right; else
+  ``wrong value``.
 
-The rules read error names and messages, and of the task only the names of statistical methods, so they carry over
-to any task set.
+The rules read error names and messages, and of the task only the names of statistical methods and the expected
+answer's parts, so they carry over to any task set.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -38,9 +43,13 @@ KINDS = (
     "gave up",
     "format",
     "wrong method",
+    "no value",
+    "near miss",
+    "wrong label",
     "partly right",
     "wrong value",
 )
+_STAND_INS = {"", "nan", "none", "null", "n/a", "na", "[]", "{}", "unknown"}  # answer parts that hold no value
 _LOADING = re.compile(
     r"read_(csv|json|excel|parquet|table|sql)|json\.load|No such file|codec can't decode|Error tokenizing|"
     r"Expecting value|Trailing data|Mixing dicts|If using all scalar values|arrays must all be same length",
@@ -111,7 +120,39 @@ def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
     if _used_other_method(f"{task.question}\n{task.constraints}", code):
         return "wrong method"
     wrong = verdict.detail.removeprefix("wrong: ").split(", ") if verdict.detail else []
+    pairs = [(given.get(name), expected[name]) for name in wrong if name in expected]
+    if pairs and all(_no_value(value) and not _no_value(str(want)) for value, want in pairs):
+        return "no value"
+    if pairs and all(_near(value, str(want)) for value, want in pairs):
+        return "near miss"
+    if pairs and all(_label(str(want)) for _, want in pairs):
+        return "wrong label"
     return "partly right" if expected and 0 < len(wrong) < len(expected) else "wrong value"
+
+
+def _no_value(value: str | None) -> bool:
+    return value is None or value.strip().strip("'\"").lower() in _STAND_INS
+
+
+def _label(text: str) -> bool:
+    return not _no_value(text) and "," not in text and _number(text) is None
+
+
+def _number(text: str) -> float | None:
+    try:
+        number = float(text.strip().rstrip("%").replace(",", ""))
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _near(value: str | None, want: str, tolerance: float = 0.05) -> bool:
+    """Whether ``value`` and ``want`` are both numbers and ``value`` is within ``tolerance`` of ``want`` (relative,
+    or absolute for a ``want`` under 1 in size)."""
+    got, expected = _number(value or ""), _number(want)
+    if got is None or expected is None or got == expected:
+        return False
+    return abs(got - expected) <= tolerance * max(abs(expected), 1.0)
 
 
 def _error_kind(name: str, text: str) -> str:
