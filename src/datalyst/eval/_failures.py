@@ -120,12 +120,12 @@ def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
     if _used_other_method(f"{task.question}\n{task.constraints}", code):
         return "wrong method"
     wrong = verdict.detail.removeprefix("wrong: ").split(", ") if verdict.detail else []
-    pairs = [(given.get(name), expected[name]) for name in wrong if name in expected]
-    if pairs and all(_no_value(value) and not _no_value(str(want)) for value, want in pairs):
+    pairs = [(given.get(name), str(expected[name])) for name in wrong if name in expected]
+    if pairs and all(_no_value(value) and not _no_value(want) for value, want in pairs):
         return "no value"
-    if pairs and all(_near(value, str(want)) for value, want in pairs):
+    if pairs and all(_near(value, want) for value, want in pairs):
         return "near miss"
-    if pairs and all(_label(str(want)) for _, want in pairs):
+    if pairs and all(_label(want) for _, want in pairs):
         return "wrong label"
     return "partly right" if expected and 0 < len(wrong) < len(expected) else "wrong value"
 
