@@ -47,3 +47,13 @@ def test_a_resumed_manifest_keeps_its_start_and_lists_its_resumes(tmp_path):
     assert [r["at"] > first["started_at"] for r in manifest["resumes"]] == [True, True]
     write_manifest(out, seed=2)  # a fresh run starts a fresh manifest
     assert "resumes" not in read_manifest(out) and read_manifest(out)["seed"] == 2
+
+
+def test_a_finished_run_started_again_keeps_its_result_until_it_is_written_again(tmp_path):
+    out = tmp_path / "train"
+    write_manifest(out, seed=1)
+    path = write_manifest(out, resumed=True, seed=1, result={"loss": 0.5})
+    write_manifest(out, resumed=True, seed=1)
+    manifest = read_manifest(out)
+    assert manifest["result"] == {"loss": 0.5} and len(manifest["resumes"]) == 2
+    assert path == tmp_path / "train.manifest.json"

@@ -16,11 +16,12 @@ DIRTY = "-dirty"
 
 def write_manifest(out_path: Path, *, resumed: bool = False, **fields: Any) -> Path:
     """Record beside ``out_path`` how it is being made (:func:`new_manifest`); returns the manifest's path
-    (``<out>.manifest.json``). A ``resumed`` output keeps the time and revision its earlier manifest started
-    under and adds this start to its ``resumes``."""
+    (``<out>.manifest.json``). A ``resumed`` output keeps what its earlier manifest holds (a finished run's
+    result too, until it is written again), with the time and revision it started under, and adds this start to
+    its ``resumes``."""
     path = manifest_path(out_path)
-    manifest = new_manifest(**fields)
     earlier = read_manifest(out_path) if resumed else {}
+    manifest = earlier | new_manifest(**fields)
     if "started_at" in earlier:
         resume = {"at": manifest["started_at"], "git_revision": manifest["git_revision"]}
         manifest |= {
