@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from datalyst.agent import Agent, AgentConfig, Termination, to_messages
-from datalyst.agent._agent import REDRAW_TEMPERATURE, recorded_calls
+from datalyst.agent._agent import REDRAW_TEMPERATURE
 from datalyst.llm import Completion, ReplayModel, SamplingParams
 from datalyst.tasks import Task
 
@@ -286,40 +286,3 @@ def test_a_last_call_answer_that_misses_a_part_is_checked_too(sales_task):
     assert [bool(t.last_call) for t in trajectory.turns] == [True, False, False]
     assert [bool(t.format_check) for t in trajectory.turns] == [False, True, False]
     assert trajectory.answer == "@best_region[West]" and trajectory.termination == Termination.ANSWER
-
-
-MEAN = "@mean_revenue[mean], the mean revenue of the West region, rounded to two decimal places."
-NAN_ANSWER = "Thought: It is NaN.\nFormatted answer: @mean_revenue[nan]"
-REGIONS = "import pandas as pd\nprint(pd.read_csv('sales.csv')['region'].value_counts())"
-LOOK = f"Thought: Which regions are there?\nAction:\n```python\n{REGIONS}\n```"
-
-
-def test_the_value_check_lets_the_model_look_into_an_answer_that_holds_no_value(sales_task):
-    task = sales_task.model_copy(update={"format": MEAN})
-    config = AgentConfig(dialect="jupiter", value_check=True, format_check=True)
-    fixed = "Thought: Now I see.\nFormatted answer: @mean_revenue[1240.47]"
-    model = ReplayModel([NAN_ANSWER, LOOK, fixed], per_turn=True)
-    trajectory = asyncio.run(Agent(model, config).arun(task))
-    first, looked, _ = trajectory.turns
-    assert "@mean_revenue[nan] holds no value" in first.value_check and first.format_check is None
-    assert looked.result.ok and "West" in looked.observation  # code runs after the check: nothing is begun for it
-    assert trajectory.answer == "@mean_revenue[1240.47]" and trajectory.termination == Termination.ANSWER
-    assert model.calls[1][0][-1].content == first.value_check
-    messages = to_messages(trajectory)
-    assert [m.failed for m in messages if not m.is_environment] == [True, False, False]  # the sent-back answer
-    assert len(recorded_calls(trajectory)) == 3  # every turn's call is the model's own: all replay from the cache
-
-
-def test_the_value_check_asks_once_keeps_the_first_answer_and_needs_turns_left(sales_task):
-    task = sales_task.model_copy(update={"format": MEAN})
-    config = AgentConfig(dialect="jupiter", value_check=True)
-    again = asyncio.run(Agent(ReplayModel([NAN_ANSWER, NAN_ANSWER], per_turn=True), config).arun(task))
-    assert [turn.value_check is not None for turn in again.turns] == [True, False]
-    assert again.answer == "@mean_revenue[nan]" and again.termination == Termination.ANSWER
-    gave_up = ReplayModel([NAN_ANSWER, LOOK, LOOK.replace("value_counts", "unique")], per_turn=True)
-    short = asyncio.run(Agent(gave_up, config.model_copy(update={"max_turns": 3})).arun(task))
-    assert short.answer == "@mean_revenue[nan]" and short.termination == Termination.MAX_TURNS  # the first answer
-    last_turns = asyncio.run(Agent(ReplayModel([NAN_ANSWER]), config.model_copy(update={"max_turns": 2})).arun(task))
-    assert len(last_turns.turns) == 1 and last_turns.turns[0].value_check is None  # no turns left to look into it
-    off = asyncio.run(Agent(ReplayModel([NAN_ANSWER]), AgentConfig(dialect="jupiter")).arun(task))
-    assert len(off.turns) == 1 and off.answer == "@mean_revenue[nan]"

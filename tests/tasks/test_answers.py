@@ -1,8 +1,8 @@
-"""What keeps an answer from fitting its format (``format_problems``), and answer parts that hold no value."""
+"""What keeps an answer from fitting its task's ``@name[value]`` format (``format_problems``)."""
 
 from __future__ import annotations
 
-from datalyst.tasks import format_problems, holds_no_value, value_problems
+from datalyst.tasks import format_problems
 
 TWO = "@correlation_coefficient[r_value]\nwhere r_value is a number between -1 and 1, rounded to two decimal places."
 
@@ -51,16 +51,3 @@ def test_a_format_with_no_named_parts_accepts_any_answer():
 
 def test_a_format_that_names_no_decimal_places_leaves_numbers_alone():
     assert format_problems("@count[n] the number of rows", "@count[12.5000001]") == []
-
-
-def test_a_part_given_as_a_stand_in_holds_no_value():
-    answer_format = "@mean[value] @median[value] @city[name]"
-    answer = "@mean[nan] @median[ None ] @city['']"
-    assert value_problems(answer_format, answer) == [
-        "@mean[nan] holds no value",
-        "@median[ None ] holds no value",
-        "@city[''] holds no value",
-    ]
-    assert value_problems(answer_format, "@mean[0] @median[0.0] @city[Nantes]") == []
-    assert value_problems("@mean[value]", "@other[nan]") == []  # only the parts asked for, and only those given
-    assert holds_no_value(None) and holds_no_value(" NULL ") and not holds_no_value("Nancy")

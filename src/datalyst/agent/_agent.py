@@ -34,7 +34,7 @@ from datalyst.data import FileKind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
 from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
-from datalyst.tasks import Task, extract_answers, format_problems, value_problems
+from datalyst.tasks import Task, extract_answers, format_problems
 from datalyst.text import clip_middle
 
 log = logging.getLogger(__name__)
@@ -93,10 +93,6 @@ class AgentConfig(BaseModel):
     it allows (:func:`datalyst.tasks.format_problems`), say what is off and ask once for the answer again (one
     more turn, begun with the answer keyword; a reply that is empty or fits the format worse keeps the first
     answer)."""
-    value_check: bool = False
-    """When an answer gives a part the task's format asks for as a stand-in for a value (NaN, None, empty:
-    :func:`datalyst.tasks.value_problems`), say so once and let the model look into it with code and answer again,
-    while at least two turns are left; its first answer stays the run's answer until it gives another."""
     preload: bool = False
     """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
     reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
@@ -404,9 +400,7 @@ class Agent:
         ending = self._ending(state, turn, errors_in_a_row)
         if ending is not None and self.config.last_call and state.last_call is None:
             turn.last_call = self.dialect.last_call()
-        if turn.kind == ActionKind.ANSWER and (problems := self._value_problems(state, turn)):
-            turn.value_check = self.dialect.value_check(problems)
-        elif turn.kind == ActionKind.ANSWER and (problems := self._format_problems(state, turn)):
+        if turn.kind == ActionKind.ANSWER and (problems := self._format_problems(state, turn)):
             turn.format_check = self.dialect.format_check(problems, state.trajectory.task.format)
             ending = Termination.ANSWER  # the run's end if the next turn gives no answer
         messages = [*state.messages, ChatMessage(role=Role.ASSISTANT, content=turn.text)]
@@ -422,7 +416,7 @@ class Agent:
         )
         if turn.kind == ActionKind.ANSWER:
             trajectory.answer = self._kept_answer(state, turn)
-            return new if turn.format_check or turn.value_check else _ended(new, Termination.ANSWER)
+            return new if turn.format_check else _ended(new, Termination.ANSWER)
         if state.last_call is not None:
             return _ended(new, state.last_call)
         return new if ending is None or turn.last_call else _ended(new, ending)
@@ -447,16 +441,6 @@ class Agent:
         if not self.config.format_check or any(turn.format_check for turn in state.turns):
             return []
         return format_problems(state.trajectory.task.format, answer.answer or "")
-
-    def _value_problems(self, state: AgentState, answer: Turn) -> list[str]:
-        """The parts of ``answer`` that hold no value, when ``value_check`` asks, no check was made, and the run has
-        turns left to look into them (one for code, one for the answer)."""
-        left = self.config.max_turns - len(state.turns) - 1
-        if not self.config.value_check or state.last_call is not None or left < 2:
-            return []
-        if any(turn.value_check for turn in state.turns):
-            return []
-        return value_problems(state.trajectory.task.format, answer.answer or "")
 
     def _ending(self, state: AgentState, turn: Turn, errors_in_a_row: int) -> Termination | None:
         """How the run ends after ``turn`` when it gives no answer, or None while it goes on."""

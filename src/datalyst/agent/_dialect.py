@@ -100,8 +100,3 @@ class Dialect(Protocol):
         """What the agent says after an answer that does not fit ``answer_format``: its ``problems``, and answer
         again."""
         ...
-
-    def value_check(self, problems: Sequence[str]) -> str:
-        """What the agent says after an answer with parts that hold no value (``problems``): look into why with
-        code, then answer again."""
-        ...

@@ -122,12 +122,6 @@ class _PromptedDialect:
             raise ConfigError(f"the {self.name} dialect has no answer format to check: its answer is its code")
         return templates["format_check"].render(problems=problems, answer_format=answer_format).strip()
 
-    def value_check(self, problems: Sequence[str]) -> str:
-        templates = _templates(self.name)
-        if "value_check" not in templates:
-            raise ConfigError(f"the {self.name} dialect has no answer format to check: its answer is its code")
-        return templates["value_check"].render(problems=problems).strip()
-
     def observation(self, text: str) -> str:
         raise NotImplementedError
 

@@ -25,7 +25,7 @@ class TrainingMessage(BaseModel):
     is_environment: bool
     failed: bool = False
     """An agent turn that went wrong: its cell failed (an error, a timeout or a crash), or its answer missed the
-    task's format or held no value and a check sent it back."""
+    task's format and the format check sent it back."""
     closed: bool = False
     """An agent turn the model ended itself, so the end-of-turn token after it is the model's too: an answer
     written to its end. A code turn ends where a stop string cut it (before the observation), never so."""
@@ -33,8 +33,6 @@ class TrainingMessage(BaseModel):
 
 def observation_message(dialect: Dialect, turn: Turn) -> str | None:
     """The message the environment sends after ``turn`` (None after an answer taken as final)."""
-    if turn.value_check is not None:
-        return turn.value_check
     if turn.format_check is not None:
         return turn.format_check
     if turn.observation is None:
@@ -55,7 +53,7 @@ def to_messages(trajectory: Trajectory, *, guidance: bool = True) -> list[Traini
         TrainingMessage(role=Role.USER, content=first, is_environment=True),
     ]
     for turn in trajectory.turns:
-        failed = turn.cell_failed or turn.format_check is not None or turn.value_check is not None
+        failed = turn.cell_failed or turn.format_check is not None
         closed = (
             turn.kind == ActionKind.ANSWER and turn.finish_reason == "stop" and turn.raw.rstrip() == turn.text.rstrip()
         )

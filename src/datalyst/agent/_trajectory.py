@@ -18,10 +18,10 @@ from datalyst.llm import ChatMessage, SamplingParams
 from datalyst.sandbox import ExecResult
 from datalyst.tasks import Task
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 7
 """2 renamed ``sample`` to ``trial`` and kept only the cut text in the conversation; 3 added ``Turn.first_token_s``;
 4 added ``Trajectory.guidance``; 5 added ``Trajectory.earlier``; 6 added ``Turn.last_call`` and ``Turn.redraws``;
-7 added ``Turn.format_check``; 8 added ``Turn.value_check``."""
+7 added ``Turn.format_check``."""
 
 
 def cell_key(code: str) -> str:
@@ -70,9 +70,6 @@ class Turn(BaseModel):
     """After the observation, in the same message: the agent's call for an answer when no turn is left."""
     format_check: str | None = None
     """After an answer that did not fit the task's answer format: what was off, and the call to answer again."""
-    value_check: str | None = None
-    """After an answer with a part that holds no value (NaN, None, empty): which parts, and the call to find out
-    why with code and answer again."""
     result: ExecResult | None = None
     figures: dict[str, str] = {}
     """PNG figures the cell saved: file name -> base64 (for notebooks and HTML pages)."""

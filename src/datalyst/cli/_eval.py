@@ -114,9 +114,6 @@ def run_command(
     format_check: Annotated[
         bool, typer.Option(help="When an answer misses a part of the task's answer format, say so and ask once again.")
     ] = False,
-    value_check: Annotated[
-        bool, typer.Option(help="When an answer gives a part as NaN, None or empty, say so once and let it look again.")
-    ] = False,
     max_observation_chars: Annotated[
         int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
     ] = AgentConfig().max_observation_chars,
@@ -183,7 +180,6 @@ def run_command(
                 short_tracebacks=short_tracebacks,
                 last_call=last_call,
                 format_check=format_check,
-                value_check=value_check,
                 column_hints=column_hints,
                 require_isolation=not allow_unisolated,
             ),

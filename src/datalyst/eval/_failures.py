@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from datalyst.agent import ActionKind, Termination, Trajectory
 from datalyst.eval._verdicts import Verdict
-from datalyst.tasks import extract_answers, holds_no_value
+from datalyst.tasks import extract_answers
 
 KINDS = (
     "failed",
@@ -49,6 +49,7 @@ KINDS = (
     "partly right",
     "wrong value",
 )
+_STAND_INS = {"", "nan", "none", "null", "n/a", "na", "[]", "{}", "unknown"}  # answer parts that hold no value
 _LOADING = re.compile(
     r"read_(csv|json|excel|parquet|table|sql)|json\.load|No such file|codec can't decode|Error tokenizing|"
     r"Expecting value|Trailing data|Mixing dicts|If using all scalar values|arrays must all be same length",
@@ -120,7 +121,7 @@ def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
         return "wrong method"
     wrong = verdict.detail.removeprefix("wrong: ").split(", ") if verdict.detail else []
     pairs = [(given.get(name), str(expected[name])) for name in wrong if name in expected]
-    if pairs and all(holds_no_value(value) and not holds_no_value(want) for value, want in pairs):
+    if pairs and all(_no_value(value) and not _no_value(want) for value, want in pairs):
         return "no value"
     if pairs and all(_near(value, want) for value, want in pairs):
         return "near miss"
@@ -129,8 +130,12 @@ def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
     return "partly right" if expected and 0 < len(wrong) < len(expected) else "wrong value"
 
 
+def _no_value(value: str | None) -> bool:
+    return value is None or value.strip().strip("'\"").lower() in _STAND_INS
+
+
 def _label(text: str) -> bool:
-    return not holds_no_value(text) and "," not in text and _number(text) is None
+    return not _no_value(text) and "," not in text and _number(text) is None
 
 
 def _number(text: str) -> float | None:

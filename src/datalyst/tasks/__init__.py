@@ -1,6 +1,6 @@
 """Tasks: the shared record of a question about data files (or a program to write), loaders, subsets, splits."""
 
-from datalyst.tasks._answers import extract_answers, format_problems, holds_no_value, value_problems
+from datalyst.tasks._answers import extract_answers, format_problems
 from datalyst.tasks._bird import SQL_ANSWER_FORMAT, load_bird
 from datalyst.tasks._dabench import load_dabench
 from datalyst.tasks._humaneval import load_humaneval
@@ -23,7 +23,6 @@ __all__ = [
     "Task",
     "extract_answers",
     "format_problems",
-    "holds_no_value",
     "load_bird",
     "load_dabench",
     "load_humaneval",
@@ -32,6 +31,5 @@ __all__ = [
     "split_tasks",
     "stratified_subset",
     "tablebench_csv",
-    "value_problems",
     "write_tasks",
 ]

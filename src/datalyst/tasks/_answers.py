@@ -9,7 +9,6 @@ ANSWER_PATTERN = re.compile(r"@(\w+)\[(.*?)\]")
 _DECIMALS = re.compile(r"\b(\d|one|two|three|four|five|six)\s+decimal\s+(?:places?|points?|digits?)", re.IGNORECASE)
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _NUMBER = re.compile(r"^[-+]?(\d+)?\.?(\d*)(?:[eE][-+]?\d+)?$")
-_STAND_INS = {"", "nan", "none", "null", "n/a", "na", "[]", "{}", "unknown"}  # what code prints when it found nothing
 
 
 def extract_answers(response: str) -> dict[str, str]:
@@ -37,16 +36,3 @@ def format_problems(answer_format: str, answer: str) -> list[str]:
         elif len(number.group(2)) > most:
             problems.append(f"@{name}[{value}] has more decimal places than the format asks for")
     return problems
-
-
-def holds_no_value(value: str | None) -> bool:
-    """Whether an answer part is missing or a stand-in for a value (NaN, None, empty, ...)."""
-    return value is None or value.strip().strip("'\"").lower() in _STAND_INS
-
-
-def value_problems(answer_format: str, answer: str) -> list[str]:
-    """Each part ``answer_format`` asks for that ``answer`` gives as a stand-in (NaN, None, empty, ...), in plain
-    words: such a value is most often the trace of missing data, an empty selection or a wrong column."""
-    given = extract_answers(answer)
-    empty = [name for name in extract_answers(answer_format) if name in given and holds_no_value(given[name])]
-    return [f"@{name}[{given[name]}] holds no value" for name in empty]
