@@ -106,7 +106,7 @@ SAMPLE="--dialect jupiter --n 4 --temperature 0.7 --max-turns 10 --max-tokens 10
 # category's workflow in the prompt (--no-knowledge): the exports leave that hint out, so a kept run trained the model
 # to take the workflow's steps one cell each without being told them (round 1, docs/RESULTS.md); sampled without
 # it, a kept run is exactly what the model read and wrote. Round 1 sampled plain, with the workflow.
-[ "$K" -gt 1 ] && SAMPLE="$SAMPLE --analyst --no-knowledge"
+if [ "$K" -gt 1 ]; then SAMPLE="$SAMPLE --analyst --no-knowledge"; else SAMPLE="$SAMPLE --knowledge"; fi
 step "$R" sample datalyst curate sample "$R/tasks/policy.jsonl" --seed "$K" --model "$POLICY" $SAMPLE --out "$R/react"
 step "$R" expert datalyst curate expert "$R/tasks/expert.jsonl" --seed "$K" --dialect jupiter --out "$R/expert"
 # From round 2 the expert's runs that recover from a failing cell are preferred: half of what its filter keeps (a

@@ -28,7 +28,7 @@ def sampled_and_judged(datalyst, replay_spec, tmp_path, examples_dir):
     run = tmp_path / "run"
     spec = replay_spec(SCRIPT, per_turn=True)
     done = datalyst("curate", "sample", str(tasks), "--out", str(run), "--model", spec, "--n", "2", "--limit", "2",
-                    "--seed", "1", "--concurrency", "2")  # fmt: skip
+                    "--seed", "1", "--concurrency", "2", "--knowledge")  # fmt: skip
     assert done.returncode == 0, done.stderr
     trajectories = read_trajectories(run / "samples.jsonl")
     assert len(trajectories) == 4 and all(t.answer == "@regions[4]" for t in trajectories)

@@ -76,7 +76,13 @@ def sample_command(
     model: Annotated[str | None, typer.Option(help="Model spec of the expert that samples.")] = None,
     n: Annotated[int, typer.Option(help="Trajectories per task (DataMind samples 3).")] = 3,
     dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
-    knowledge: Annotated[bool, typer.Option(help="Put the category's workflow in the prompt.")] = True,
+    knowledge: Annotated[
+        bool,
+        typer.Option(
+            help="Put the category's workflow in the prompt (DataMind's sampling). The exports leave it out, so a "
+            "kept run is then not exactly what the model read."
+        ),
+    ] = False,
     limit: Annotated[int | None, typer.Option(help="Only this many tasks of each file, drawn by seed.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of sampling and of the drawn tasks.")] = 0,
     temperature: Annotated[float, typer.Option()] = 0.7,
@@ -93,7 +99,7 @@ def sample_command(
     ] = False,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
-    """Sample N trajectories of every task with a model, the category's workflow in the prompt."""
+    """Sample N trajectories of every task with a model (with --knowledge, the category's workflow in the prompt)."""
     get_dialect(dialect)  # an unknown name stops here, in one line
     chosen = [task for path in tasks for task in drawn(read_tasks(path), limit, seed)]
     spec = str(resolve_spec(model))
