@@ -27,7 +27,7 @@ def test_the_file_gets_the_permissions_open_would_give_it(tmp_path):
 
 
 def test_a_failed_write_keeps_the_old_file_and_cleans_up(tmp_path, monkeypatch):
-    target = tmp_path / "verdicts.jsonl"
+    target = tmp_path / "outcomes.jsonl"
     target.write_text("old\n")
 
     def refuse(src, dst):
@@ -37,7 +37,7 @@ def test_a_failed_write_keeps_the_old_file_and_cleans_up(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         write_atomic(target, "new\n")
     assert target.read_text() == "old\n"
-    assert os.listdir(tmp_path) == ["verdicts.jsonl"]
+    assert os.listdir(tmp_path) == ["outcomes.jsonl"]
 
 
 def test_concurrent_writers_each_leave_a_whole_file(tmp_path):

@@ -15,7 +15,7 @@ ALLOWED = {
     "sandbox": {"data"},
     "llm": set(),
     "tasks": {"data"},
-    "agent": {"llm", "sandbox", "data", "tasks"},
+    "agent": {"llm", "sandbox", "data", "tasks", "judge"},
     "judge": {"llm", "tasks", "sandbox"},
     "synth": {"data", "sandbox", "llm", "tasks", "agent", "judge"},
     "curate": {"agent", "tasks", "judge", "llm", "synth"},

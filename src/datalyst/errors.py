@@ -16,6 +16,11 @@ host can cause, and each message names the value, the reason and the fix::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 __all__ = [
     "ConfigError",
     "DataFileError",
@@ -25,6 +30,7 @@ __all__ = [
     "ModelResponseError",
     "ModelUnavailable",
     "SandboxError",
+    "first_problem",
 ]
 
 
@@ -58,3 +64,14 @@ class ModelResponseError(ModelError):
 
 class ConfigError(DatalystError):
     """An option or setting is invalid."""
+
+
+def first_problem(exc: ValidationError, *, option: bool = False, located: bool = True) -> str:
+    """What a failed validation found wrong first, in one line: ``where: what`` (``--where: what`` for a command's
+    option), or only ``what`` where it names no field or ``located`` is False."""
+    problem = exc.errors()[0]
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    parts = [str(part) for part in problem["loc"]]
+    if not parts or not located:
+        return message
+    return f"--{'-'.join(parts).replace('_', '-')}: {message}" if option else f"{'.'.join(parts)}: {message}"

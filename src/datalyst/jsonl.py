@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from datalyst.errors import DataFileError
+from datalyst.errors import DataFileError, first_problem
 
 Record = TypeVar("Record", bound=BaseModel)
 
@@ -60,9 +60,7 @@ def read_appended(path: Path, model: type[Record], *, what: str, fix: str) -> li
         except ValidationError as exc:
             if number == len(lines):
                 break  # a last line with no "\n" after it: the next append cuts it off (drop_torn_tail)
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"]) or "record"
-            raise DataFileError(f"{path} line {number} is not {what} ({where}: {problem['msg']}); {fix}") from None
+            raise DataFileError(f"{path} line {number} is not {what} ({first_problem(exc)}); {fix}") from None
     return records
 
 

@@ -12,6 +12,8 @@ from datalyst import __version__
 from datalyst.files import write_atomic
 
 DIRTY = "-dirty"
+_command: dict[str, Any] = {}
+"""How the running command was called (:func:`record_command`), for the manifests it writes."""
 
 
 def write_manifest(out_path: Path, *, resumed: bool = False, **fields: Any) -> Path:
@@ -34,13 +36,24 @@ def write_manifest(out_path: Path, *, resumed: bool = False, **fields: Any) -> P
 
 
 def new_manifest(**fields: Any) -> dict[str, Any]:
-    """``fields`` (config, seed, counts) with the datalyst version, the git revision and the time."""
+    """``fields`` (config, seed, counts) with the datalyst version, the git revision, the time and, from the
+    command line, the command."""
     return {
         "datalyst_version": __version__,
         "git_revision": git_revision(),
         "started_at": datetime.now(UTC).isoformat(),
+        **({"command": _command} if _command else {}),
         **fields,
     }
+
+
+def record_command(arguments: list[str], config_file: Path | None, options: dict[str, Any]) -> None:
+    """Remember the command being run (its ``arguments``, and the ``config_file`` it read with the ``options`` it
+    held), so that the manifests it writes say how their run was asked for."""
+    _command.clear()
+    _command.update(arguments=arguments)
+    if config_file is not None:
+        _command.update(config_file=str(config_file), config_options=options)
 
 
 def manifest_path(out_path: Path) -> Path:

@@ -107,7 +107,7 @@ def test_eval_errors_are_one_line(datalyst, tmp_path):
     done = datalyst("eval", "run", "--bench", "dabench", "--model", "replay:/none", "--out", str(tmp_path))
     assert done.returncode == 2 and "is not a run's settings" in done.stderr and "Traceback" not in done.stderr
     done = datalyst("eval", "compare", str(tmp_path), str(tmp_path))
-    assert done.returncode == 2 and "no verdicts.jsonl" in done.stderr
+    assert done.returncode == 2 and "no outcomes.jsonl" in done.stderr
 
 
 def test_eval_report_uses_the_runs_own_judge_model(datalyst, replay_spec, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from datalyst.agent import Trajectory
-from datalyst.curate import KEEP, Curated, FilterOptions, Strategy, Stratum, Verdict, filter_run
+from datalyst.curate import KEEP, Curated, Decision, FilterOptions, Strategy, Stratum, filter_run
 
 
 class NoWord:
@@ -17,8 +17,8 @@ class NoWord:
     def __init__(self, word: str) -> None:
         self.word = word
 
-    def check(self, trajectory: Trajectory) -> Verdict:
-        return Verdict(reason="has_word", detail=self.word) if self.word in (trajectory.answer or "") else KEEP
+    def check(self, trajectory: Trajectory) -> Decision:
+        return Decision(reason="has_word", detail=self.word) if self.word in (trajectory.answer or "") else KEEP
 
 
 def lines(path):

@@ -7,22 +7,31 @@ import asyncio
 import pytest
 from curate_helpers import trajectory_of
 
-from datalyst.agent import DIALECTS, Agent, AgentConfig, Step, Termination, Trajectory, Turn, get_dialect
-from datalyst.curate import LanguageCheck
-from datalyst.curate._filters import (
+from datalyst.agent import (
     ANSWER_FORMAT,
-    ANSWER_TOO_LONG,
-    MAX_ANSWER_TOKENS,
+    DIALECTS,
     NO_ANSWER,
     NO_FIGURE,
-    REPEATED_CELL,
-    REPEATED_ERROR,
     UNPARSABLE_TURN,
     VOID_TURN,
+    Agent,
+    AgentConfig,
+    Step,
+    Termination,
+    Trajectory,
+    Turn,
+    answer_format_problem,
+    get_dialect,
+)
+from datalyst.curate import LanguageCheck
+from datalyst.curate._filters import (
+    ANSWER_TOO_LONG,
+    MAX_ANSWER_TOKENS,
+    REPEATED_CELL,
+    REPEATED_ERROR,
     AnswerLengthCheck,
     FormatCheck,
     RepetitionCheck,
-    answer_format_problem,
 )
 from datalyst.llm import ReplayModel
 from datalyst.sandbox import CellError, ExecResult

@@ -8,7 +8,15 @@ import json
 import pytest
 
 from datalyst.agent import AgentConfig
-from datalyst.curate import RuleConsistency, RunConfig, RunFolder, judge_group, judge_run, read_verdicts, tasks_in_band
+from datalyst.curate import (
+    RuleConsistency,
+    RunConfig,
+    RunFolder,
+    judge_group,
+    judge_run,
+    read_group_verdicts,
+    tasks_in_band,
+)
 from datalyst.llm import ReplayModel
 from datalyst.tasks import Task
 
@@ -83,7 +91,7 @@ def test_reflection_samples_failed_tasks_again_with_the_critique_and_rescues_the
     reflected = [t for t in run.trajectories() if t.trial >= 3]
     assert sorted(t.id for t in reflected) == ["best#3", "best#4", "best#5"]
     assert all(t.guidance and t.first_message.endswith(t.guidance) for t in reflected)
-    verdicts = {v.id: v for v in read_verdicts(run)}
+    verdicts = {v.id: v for v in read_group_verdicts(run)}
     assert set(verdicts) == {"regions@0", "best@0", "best@1"} and verdicts["best@1"].passed
     assert summary.rescued == 1 and summary.passed_by_round == {0: 1, 1: 1} and summary.failed_by_round == {0: 1}
     assert summary.by_method == {"ground_truth": {"passed": 1, "tasks": 1}, "rule": {"passed": 1, "tasks": 1}}
@@ -91,7 +99,7 @@ def test_reflection_samples_failed_tasks_again_with_the_critique_and_rescues_the
     assert manifest["summary"]["rescued"] == 1
 
     again = asyncio.run(judge_run(run, RuleConsistency(), rounds=1, model=ReplayModel([]), progress=False))
-    assert again == summary and len(read_verdicts(run)) == 3  # nothing judged or sampled twice
+    assert again == summary and len(read_group_verdicts(run)) == 3  # nothing judged or sampled twice
 
 
 def test_without_a_model_failed_tasks_stay_failed_and_incomplete_groups_wait(tmp_path, open_task, verified, group):

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from datalyst.curate import Guide, pass_rates, refine_run
+from datalyst.curate import Guide, category_pass_rates, refine_run
 from datalyst.errors import ConfigError, ModelResponseError
 from datalyst.llm import ReplayModel
 
@@ -14,7 +14,7 @@ STEPS = "1. Load the table.\n2. Check the rank column.\n3. Sort descending.\n4. 
 
 
 def test_pass_rates_count_round_zero_by_category(judged_run):
-    rates = pass_rates(judged_run())
+    rates = category_pass_rates(judged_run())
     assert {name: (r.tasks, r.passed) for name, r in rates.items()} == {"Counting": (1, 1), "Ranking": (1, 1)}
 
 

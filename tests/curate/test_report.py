@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 from datalyst.agent import ActionKind, Turn
-from datalyst.curate import build_report, filter_run, render_markdown, write_report
+from datalyst.curate import curation_report, filter_run, render_curation, write_report
 from datalyst.sandbox import ExecResult
 
 
 def test_the_report_counts_every_stage_and_shows_kept_and_dropped_examples(judged_run):
     run = judged_run()
     filter_run(run, [])
-    report = build_report(run, count_tokens=lambda text: len(text.split()))
+    report = curation_report(run, count_tokens=lambda text: len(text.split()))
     assert (report.tasks, report.verified_tasks, report.trajectories, report.kept) == (2, 1, 8, 6)
     assert report.ground_truth_yield == 1.0 and report.consistency_yield == 1.0 and report.judge is None
     assert [(s.stage, s.kept) for s in report.funnel] == [("select", 7), ("dedup", 6)]
@@ -44,9 +44,9 @@ def test_the_report_counts_what_making_the_trajectories_cost_and_the_kept_ones_t
     trajectories[1] = second.model_copy(update={"turns": [failing, *second.turns], "duration_s": 12.0})
     run.samples.write_text("".join(t.model_dump_json() + "\n" for t in trajectories))
     filter_run(run, [])
-    report = build_report(run)
+    report = curation_report(run)
     assert report.kept == 6 and report.recovered == 1
     assert report.spent.model_dump() == {
         "completion_tokens": 30, "prompt_tokens": 100, "cells": 1, "seconds": 12.0,
         "per_kept": {"completion_tokens": 5.0, "prompt_tokens": 16.7, "cells": 0.2, "seconds": 2.0}}  # fmt: skip
-    assert "1 of the 6 kept reached their answer after a failing cell" in render_markdown(report)
+    assert "1 of the 6 kept reached their answer after a failing cell" in render_curation(report)

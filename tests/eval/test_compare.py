@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from datalyst.agent import Status
 from datalyst.errors import ConfigError
-from datalyst.eval import GroupBy, Verdict, compare_runs
+from datalyst.eval import EvalOutcome, GroupBy, compare_runs
 from datalyst.tasks import Task, write_tasks
 
 TASKS = [
@@ -21,11 +22,11 @@ TASKS = [
 def write_run(folder: Path, scores: dict[str, float], *, tasks: bool = True) -> Path:
     folder.mkdir()
     rows = [
-        Verdict(trajectory_id=f"{task}#0", task_id=task, dialect="jupiter", trial=0, answered=True, score=score,
-                correct=score == 1.0).model_dump_json()
+        EvalOutcome(trajectory_id=f"{task}#0", task_id=task, dialect="jupiter", trial=0, score=score,
+                status=Status.RIGHT if score == 1.0 else Status.WRONG).model_dump_json()
         for task, score in scores.items()
     ]  # fmt: skip
-    (folder / "verdicts.jsonl").write_text("\n".join(rows) + "\n")
+    (folder / "outcomes.jsonl").write_text("\n".join(rows) + "\n")
     if tasks:
         write_tasks(TASKS, folder / "tasks.jsonl")
     return folder

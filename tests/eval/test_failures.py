@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from datalyst.agent import ActionKind, Termination, Trajectory, Turn
-from datalyst.eval import Verdict, failure_counts, failure_kind
+from datalyst.agent import ActionKind, Status, Termination, Trajectory, Turn
+from datalyst.eval import EvalOutcome, failure_counts, failure_kind
 from datalyst.llm import SamplingParams
 from datalyst.sandbox import CellError, ExecResult
 from datalyst.tasks import Task
@@ -26,10 +26,10 @@ def run(*results: ExecResult, answer: str | None = None, termination: Terminatio
     )  # fmt: skip
 
 
-def verdict(*, correct: bool = False, detail: str | None = None, reformatted: float | None = None) -> Verdict:
-    return Verdict(
-        trajectory_id="t#0", task_id="t", dialect="jupiter", trial=0, answered=True, score=float(correct),
-        correct=correct, detail=detail, reformatted_score=reformatted,
+def verdict(*, correct: bool = False, detail: str | None = None, reformatted: float | None = None) -> EvalOutcome:
+    return EvalOutcome(
+        trajectory_id="t#0", task_id="t", dialect="jupiter", trial=0, score=float(correct),
+        status=Status.RIGHT if correct else Status.WRONG, detail=detail, reformatted_score=reformatted,
     )  # fmt: skip
 
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from datalyst.eval import Verdict, bootstrap, paired_difference, pass_rates
+from datalyst.agent import Status
+from datalyst.eval import EvalOutcome, bootstrap, paired_difference, pass_rates
 from datalyst.eval._metrics import score_matrix, unbiased_pass_at_k
 
 
-def verdicts(table: dict[str, list[float]]) -> list[Verdict]:
+def verdicts(table: dict[str, list[float]]) -> list[EvalOutcome]:
     return [
-        Verdict(
+        EvalOutcome(
             trajectory_id=f"{task}#{trial}",
             task_id=task,
             dialect="datamind",
             trial=trial,
-            answered=True,
             score=score,
-            correct=score == 1.0,
+            status=Status.RIGHT if score == 1.0 else Status.WRONG,
         )
         for task, scores in table.items()
         for trial, score in enumerate(scores)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from datalyst.agent import Status
 from datalyst.errors import ConfigError
-from datalyst.eval import EvalConfig, Verdict, pool_runs
+from datalyst.eval import EvalConfig, EvalOutcome, pool_runs
 
 CONFIG = EvalConfig(bench="dabench", model="embedded:small", dialects=["jupiter"], reformat_model="embedded:medium")
 
@@ -17,14 +18,14 @@ def write_run(folder: Path, scores: dict[str, list[float]], *, config=CONFIG, re
     folder.mkdir()
     (folder / "config.json").write_text(config.model_dump_json())
     rows = [
-        Verdict(
-            trajectory_id=f"{task}#{trial}", task_id=task, dialect="jupiter", trial=trial, answered=True,
-            score=score, correct=score == 1.0, reformatted_score=score / 2 if reformat else None,
+        EvalOutcome(
+            trajectory_id=f"{task}#{trial}", task_id=task, dialect="jupiter", trial=trial, score=score,
+            status=Status.RIGHT if score == 1.0 else Status.WRONG, reformatted_score=score / 2 if reformat else None,
         ).model_dump_json()
         for task, trial_scores in scores.items()
         for trial, score in enumerate(trial_scores)
     ]  # fmt: skip
-    (folder / "verdicts.jsonl").write_text("\n".join(rows) + "\n")
+    (folder / "outcomes.jsonl").write_text("\n".join(rows) + "\n")
     return folder
 
 

@@ -28,7 +28,7 @@ def test_a_real_evaluation_run_is_scored_and_reported(datalyst, tmp_path, dabenc
         "accuracy_by_sub_question",
         "proportional_accuracy",
     }
-    verdicts = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
+    verdicts = [json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()]
     assert sorted(v["trajectory_id"] for v in verdicts) == sorted(
         f"{task}#{trial}" for task in {v["task_id"] for v in verdicts} for trial in (0, 1)
     )

@@ -51,7 +51,7 @@ def test_a_run_stores_every_trajectory_and_reports(finished_run):
     [dialect] = report.dialects
     assert dialect.behaviour.n_trajectories == 6 and dialect.behaviour.mean_turns == 2.0
     assert dialect.behaviour.void_turn_rate == 0.0 and dialect.behaviour.answered_rate == 1.0
-    verdicts = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
+    verdicts = [json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()]
     assert len(verdicts) == 6
     # Only question 0 asks for mean_fare; the seed-0 subset of three questions does not contain it.
     assert all(v["score"] == 0.0 and v["detail"].startswith("wrong: ") for v in verdicts)
@@ -97,8 +97,8 @@ def test_a_resumed_run_retries_failed_trajectories_and_reports_the_latest_attemp
     assert len(path.read_text().splitlines()) == 7  # the failed attempt stays on record
     assert report.dialects[0].behaviour.n_trajectories == 6
     assert report.dialects[0].behaviour.terminations == {"answer": 6}
-    verdicts = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
-    assert len(verdicts) == 6 and all(v["answered"] for v in verdicts)
+    verdicts = [json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 6 and all(v["status"] != "unanswered" for v in verdicts)
 
 
 def test_a_run_folder_refuses_other_settings(finished_run):

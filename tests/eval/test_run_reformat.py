@@ -51,7 +51,7 @@ def test_raw_and_reformatted_figures_side_by_side(tmp_path, tasks_file):
     assert reformatted.official["accuracy_by_question"] == 1.0 and reformatted.rates.pass_at_1.value == 1.0
     assert sorted(messages[1].content for messages, _ in reformatter.calls) == ["-0.83", "@57"]  # the raw answers
     assert all(params.temperature == 0.0 for _, params in reformatter.calls)
-    verdicts = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
+    verdicts = [json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()]
     assert [(v["score"], v["reformatted_score"]) for v in verdicts] == [(0.0, 1.0), (0.0, 1.0)]
     stored = [json.loads(line) for line in (out / "reformatted.jsonl").read_text().splitlines()]
     assert {(r["trajectory_id"], r["model"], r["response"], r["reformatted"]) for r in stored} == {

@@ -9,7 +9,6 @@ import pytest
 from script_helpers import ScriptModel
 
 from datalyst.agent import Agent, AgentConfig
-from datalyst.judge import judge_for
 from datalyst.llm import Completion
 from datalyst.search import Ending, MCTSConfig, Tree, decide, mcts
 from datalyst.tasks import Task
@@ -23,7 +22,7 @@ def task():
 def search(task, config, tree=None, saved=None):
     agent = Agent(ScriptModel(), AgentConfig(dialect="jupiter"))
     on_simulation = (lambda tree: tree.save(saved)) if saved else None
-    return asyncio.run(mcts(agent, task, config, judge=judge_for(task), tree=tree, on_simulation=on_simulation))
+    return asyncio.run(mcts(agent, task, config, judged=True, tree=tree, on_simulation=on_simulation))
 
 
 def test_each_branch_runs_in_its_own_sandbox_and_answers_are_judged(task):
@@ -83,7 +82,7 @@ class FailingModel(ScriptModel):
 
 def test_three_failing_cells_in_a_row_end_a_branch_at_minus_one(task):
     agent = Agent(FailingModel(), AgentConfig(dialect="jupiter"))
-    tree = asyncio.run(mcts(agent, task, MCTSConfig(simulations=10, expansions=1, max_errors=3), judge=judge_for(task)))
+    tree = asyncio.run(mcts(agent, task, MCTSConfig(simulations=10, expansions=1, max_errors=3), judged=True))
     assert [node.errors_in_a_row for node in tree.nodes[1:]] == [1, 2, 3]
     last = tree.nodes[3]
     assert last.ending is Ending.ERRORS and last.estimate == -1.0

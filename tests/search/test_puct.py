@@ -3,7 +3,7 @@ import math
 import pytest
 from tree_helpers import code, hand_built, root
 
-from datalyst.judge import Judgement
+from datalyst.agent import Outcome, Status
 from datalyst.search import LOST, Ending, Tree, backup, ending_reward, puct, select
 
 
@@ -58,19 +58,24 @@ def test_a_fresh_root_is_the_first_node_to_expand():
     assert select(Tree.start(root()), 1.25).id == 0
 
 
+def _outcome(status: Status, **scores: float) -> Outcome:
+    return Outcome(trajectory_id="t#0", task_id="t", dialect="jupiter", trial=0, status=status, **scores)
+
+
 @pytest.mark.parametrize(
-    ("ending", "judgement", "reward"),
+    ("ending", "outcome", "reward"),
     [
-        (Ending.ANSWER, Judgement(score=1.0, correct=True, share=1.0), 1.0),
-        (Ending.ANSWER, Judgement(score=0.0, correct=False, share=0.5), 0.5),  # half the sub-answers right
-        (Ending.ANSWER, Judgement(score=0.0, correct=False, share=0.0), LOST),
-        (Ending.ANSWER, Judgement(score=1.0, correct=True), 1.0),  # a single answer
-        (Ending.ANSWER, Judgement(score=0.0, correct=False), LOST),
+        (Ending.ANSWER, _outcome(Status.RIGHT, score=1.0, share=1.0), 1.0),
+        (Ending.ANSWER, _outcome(Status.WRONG, score=0.0, share=0.5), 0.5),  # half the sub-answers right
+        (Ending.ANSWER, _outcome(Status.WRONG, score=0.0, share=0.0), LOST),
+        (Ending.ANSWER, _outcome(Status.RIGHT, score=1.0), 1.0),  # a single answer
+        (Ending.ANSWER, _outcome(Status.MALFORMED, score=0.0), LOST),
+        (Ending.ANSWER, _outcome(Status.UNANSWERED), LOST),
         (Ending.ERRORS, None, LOST),
         (Ending.VOID, None, LOST),
         (Ending.DEPTH, None, LOST),
         (Ending.OVERFLOW, None, LOST),
     ],
 )
-def test_an_ended_branch_earns_its_share_of_right_sub_answers_or_minus_one(ending, judgement, reward):
-    assert ending_reward(ending, judgement) == pytest.approx(reward)
+def test_an_ended_branch_earns_its_share_of_right_sub_answers_or_minus_one(ending, outcome, reward):
+    assert ending_reward(ending, outcome) == pytest.approx(reward)

@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from datalyst.agent import Agent, AgentConfig
-from datalyst.judge import judge_for
 from datalyst.llm import SamplingParams, load_model
 from datalyst.search import MCTSConfig, Tree, mcts
 from datalyst.tasks import Task
@@ -26,7 +25,7 @@ def test_a_real_model_expands_a_tree_with_priors_costs_and_judged_answers(exampl
     async def main() -> Tree:
         try:
             return await mcts(Agent(model, agent_config), task, MCTSConfig(simulations=2, expansions=2, max_depth=3,
-                              c_puct=1.25), judge=judge_for(task))  # fmt: skip
+                              c_puct=1.25), judged=True)  # fmt: skip
         finally:
             await model.aclose()
 

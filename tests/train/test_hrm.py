@@ -10,7 +10,7 @@ from value_helpers import answer, cell, trajectory, void
 
 from datalyst.errors import DataFileError
 from datalyst.tasks import Task
-from datalyst.train import LoraOptions
+from datalyst.train import LoraOptions, with_outcomes
 from datalyst.train._hrm import (
     HRMConfig,
     ends_in_error,
@@ -66,7 +66,7 @@ def test_trajectory_labels_follow_datarus() -> None:
 
 
 def test_examples_of_hand_built_runs() -> None:
-    examples = hrm_examples(runs())
+    examples = hrm_examples(with_outcomes(runs()))
     labels = {(e.level, e.id): e.label for e in examples}
     assert labels == {
         # the state after load() is shared by sums#0 and sums#1: one step example
@@ -85,7 +85,7 @@ def test_examples_of_hand_built_runs() -> None:
 
 
 def test_preference_pairs_go_round_robin() -> None:
-    whole = [e for e in hrm_examples(runs()) if e.level == "trajectory"]
+    whole = [e for e in hrm_examples(with_outcomes(runs())) if e.level == "trajectory"]
     sums = [e for e in whole if e.id.startswith("sums")]  # one success, two failures
     assert [p.id for p in preference_pairs(sums)] == ["sums#0>sums#1", "sums#0>sums#2"]
     assert preference_pairs([e for e in whole if e.label == -1.0]) == []

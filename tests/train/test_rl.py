@@ -64,7 +64,7 @@ def test_dapo_keeps_informative_groups_and_rolls_out_more_to_fill_the_step(tiny_
     assert first.loss != 0.0
     # every run of each step is on disk with its group and reward, the dropped group's too
     runs = [json.loads(line) for line in (tmp_path / "run" / "rollouts" / "step-0001.jsonl").read_text().splitlines()]
-    assert [(r["group"], r["reward"], r["correct"]) for r in runs] == [
+    assert [(r["group"], r["reward"], r["outcome"]["status"] == "right") for r in runs] == [
         (0, 1.0, True), (0, 0.0, False), (1, 0.0, False), (1, 1.0, True), (2, 1.0, True), (2, 1.0, True)
     ]  # fmt: skip
     assert runs[0]["trajectory"]["answer"] == "@regions[4]"

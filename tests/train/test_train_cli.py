@@ -23,7 +23,7 @@ def test_sft_caps_a_source_of_the_mix(datalyst, tiny_model, tmp_path) -> None:
     command = ["train", "sft", str(expert), str(sampled), "--out", str(tmp_path / "run"), "--model",
                f"hf:{tiny_model}", "--batch-size", "4", "--lora-r", "4", "--precision", "fp32"]  # fmt: skip
     wrong = datalyst(*command, "--cap", "200")
-    assert wrong.returncode == 2 and "write PATH=N" in wrong.stderr
+    assert wrong.returncode == 2 and "--cap 200: write KEY=VALUE" in wrong.stderr
     done = datalyst(*command, "--cap", f"{expert}=2")
     assert done.returncode == 0, done.stderr
     assert "1 step over 4 examples" in done.stderr

@@ -26,6 +26,7 @@ from datalyst.train._value import (
     read_sources,
     read_value_examples,
     train_value,
+    with_outcomes,
     write_value_examples,
 )
 
@@ -49,7 +50,7 @@ def sampled() -> list[Trajectory]:
 
 
 def test_monte_carlo_returns_average_the_runs_through_each_state() -> None:
-    data = monte_carlo_values(sampled())
+    data = monte_carlo_values(with_outcomes(sampled()))
     assert (data.trajectories, data.unchecked, data.failed) == (4, 1, 1)
     values = {example.id: example.value for example in data.examples}
     # After load(): runs 0 (+1), 1 (-1, its guidance is not part of the state) and 3 (-1) share it: -1/3.
@@ -71,7 +72,7 @@ def test_value_data_round_trips_and_sources_are_read_one_by_one(tmp_path: Path) 
     assert len(read_sources([tmp_path / "a", tmp_path / "b" / "samples.jsonl"])) == 2 * len(runs)
     with pytest.raises(DataFileError, match="does not exist"):
         read_sources([tmp_path / "c"])
-    examples = monte_carlo_values(runs).examples
+    examples = monte_carlo_values(with_outcomes(runs)).examples
     write_value_examples(tmp_path / "values.jsonl", examples)
     assert read_value_examples(tmp_path) == examples
     (tmp_path / "empty.jsonl").write_text("")

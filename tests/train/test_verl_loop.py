@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from datalyst.agent import Agent, AgentConfig, to_messages
+from datalyst.agent import Agent, AgentConfig, Outcome, Status, to_messages
 from datalyst.curate import Curated, Stratum, export_verl
 from datalyst.errors import ConfigError
 from datalyst.llm import ChatMessage, HFTokenizer, ReplayModel
@@ -146,8 +146,10 @@ def test_logprobs_are_the_servers_on_model_tokens_and_zero_elsewhere(solved, row
 
 def test_the_run_carries_what_the_reward_needs(solved):
     rollout, _ = solved
+    outcome = Outcome.model_validate_json(rollout.extra_fields["outcome"])
+    assert outcome.status is Status.RIGHT and outcome.well_formed  # judged where the rollout ends
     assert rollout.extra_fields == {
-        "global_steps": 3, "final_answer": "@regions[4]", "well_formed": True,
+        "global_steps": 3, "final_answer": "@regions[4]", "outcome": outcome.model_dump_json(),
         "agent_tokens": rollout.trajectory.agent_tokens, "void_turns": 0, "termination": "answer",
     }  # fmt: skip
     assert rollout.trajectory.agent_tokens == sum(turn.completion_tokens for turn in rollout.trajectory.turns) > 0
@@ -163,17 +165,30 @@ def score(row: dict[str, Any], **run: Any) -> dict[str, float]:
                                      extra_info=row["extra_info"] | run, **options))  # fmt: skip
 
 
-def test_compute_score_is_datamind_eq_8_through_the_tasks_judge(solved, row):
+def judged(status: Status, form: str | None = None) -> str:
+    """A rollout's outcome, as rollout_row writes it into the run's extra fields."""
+    return Outcome(trajectory_id="t#0", task_id="t", dialect="jupiter", trial=0, status=status, form=form,
+                   score=float(status is Status.RIGHT)).model_dump_json()  # fmt: skip
+
+
+def test_compute_score_is_datamind_eq_8_on_the_rollouts_outcome(solved, row):
     rollout, _ = solved
     tokens = rollout.extra_fields["agent_tokens"]
     assert score(row, **rollout.extra_fields) == {"score": 1.0, "acc": 1.0}  # right and short
     shaped = score(row, **rollout.extra_fields, l_min=tokens - 10, l_max=tokens + 30)
     assert shaped == {"score": 0.5 + 0.5 * 30 / 40, "acc": 1.0} == {"score": 0.875, "acc": 1.0}
     assert shaped["score"] == length_reward(tokens, l_min=tokens - 10, l_max=tokens + 30)
-    right_but_malformed = score(row, final_answer="@regions[4]", well_formed=False, agent_tokens=2000)
+    right_but_malformed = score(row, outcome=judged(Status.RIGHT, form="void_turn"), agent_tokens=2000)
     assert right_but_malformed == {"score": 0.5, "acc": 1.0}  # past l_max: half the reward, whatever the format
-    assert score(row, final_answer="@regions[5]", well_formed=True, agent_tokens=10) == {"score": 0.0, "acc": 0.0}
-    assert score(row, final_answer=None, well_formed=False, agent_tokens=10) == {"score": -0.1, "acc": 0.0}
+    assert score(row, outcome=judged(Status.WRONG), agent_tokens=10) == {"score": 0.0, "acc": 0.0}
+    assert score(row, outcome=judged(Status.MALFORMED, form="void_turn"), agent_tokens=10) == {
+        "score": -0.1,
+        "acc": 0.0,
+    }
+    assert score(row, outcome=judged(Status.UNANSWERED, form="no_answer"), agent_tokens=10) == {
+        "score": -0.1,
+        "acc": 0.0,
+    }
 
 
 def test_compute_score_refuses_rows_another_agent_loop_ran(row):
@@ -185,7 +200,8 @@ def test_a_run_with_a_void_turn_trains_nothing_unless_asked(row, tokenizer):
     script = ["I am not sure yet.", ANSWER_TURN]
     masked = run(row, ScriptedServer(tokenizer, script), tokenizer)
     assert masked.trajectory.turns[0].is_void and set(masked.response_mask) == {0}
-    assert masked.extra_fields["well_formed"] is False and masked.extra_fields["agent_tokens"] > 0
+    assert Outcome.model_validate_json(masked.extra_fields["outcome"]).form == "void_turn"
+    assert masked.extra_fields["agent_tokens"] > 0
     kept = run(row, ScriptedServer(tokenizer, script), tokenizer, mask_void_runs=False)
     assert kept.response_ids == masked.response_ids
     assert kept.extra_fields["agent_tokens"] == masked.extra_fields["agent_tokens"]
@@ -198,7 +214,7 @@ def test_verls_response_length_ends_the_run_on_the_models_last_token(row, tokeni
     assert server.calls[0]["sampling"]["max_tokens"] == first + 5 and len(server.calls) == 1
     assert rollout.trajectory.termination == "context_overflow"
     assert rollout.response_ids == rollout.trajectory.turns[0].token_ids and set(rollout.response_mask) == {1}
-    assert rollout.extra_fields["well_formed"] is False
+    assert Outcome.model_validate_json(rollout.extra_fields["outcome"]).status is Status.UNANSWERED
 
 
 def test_an_opening_longer_than_verls_prompt_length_is_refused(row, tokenizer):

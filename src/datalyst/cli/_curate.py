@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -14,8 +13,8 @@ from rich.console import Console
 
 from datalyst.agent import ANALYST_OPTIONS, DIALECTS, AgentConfig, get_dialect, rollout
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.cli._eval import ManagedModel
-from datalyst.cli._synth import parse_options
+from datalyst.cli._options import validated
+from datalyst.cli._shared import ManagedModel, drawn
 from datalyst.curate import (
     DATARUS_MIX,
     EXPERT_SPEC,
@@ -34,8 +33,9 @@ from datalyst.curate import (
     RunFolder,
     Strategy,
     Stratum,
-    build_report,
+    category_pass_rates,
     correct_programs,
+    curation_report,
     expert_tasks,
     export_examples,
     export_notebooks,
@@ -44,10 +44,9 @@ from datalyst.curate import (
     export_verl,
     filter_run,
     judge_run,
-    pass_rates,
     read_curated,
     refine_run,
-    render_markdown,
+    render_curation,
     rule_checks,
     sample,
     tasks_in_band,
@@ -58,7 +57,7 @@ from datalyst.llm import SamplingParams, load_tokenizer, resolve_spec
 from datalyst.paths import benchmarks_dir
 from datalyst.provenance import write_manifest
 from datalyst.search import Cost, Tree, answer_paths
-from datalyst.tasks import Task, read_tasks, write_tasks
+from datalyst.tasks import read_tasks, write_tasks
 
 curate_app = typer.Typer(help="Sample, judge, filter and export training trajectories.", no_args_is_help=True)
 app.add_typer(curate_app, name="curate")
@@ -103,18 +102,20 @@ def sample_command(
     get_dialect(dialect)  # an unknown name stops here, in one line
     chosen = [task for path in tasks for task in drawn(read_tasks(path), limit, seed)]
     spec = str(resolve_spec(model))
-    sampling = parse_options(SamplingParams, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-    agent = parse_options(
+    sampling = validated(SamplingParams, dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed))
+    agent = validated(
         AgentConfig,
-        **(ANALYST_OPTIONS if analyst else {}),
-        dialect=dialect,
-        sampling=sampling,
-        max_turns=max_turns,
-        require_isolation=not allow_unisolated,
+        dict(
+            **(ANALYST_OPTIONS if analyst else {}),
+            dialect=dialect,
+            sampling=sampling,
+            max_turns=max_turns,
+            require_isolation=not allow_unisolated,
+        ),
     )
     files = [str(path.resolve()) for path in tasks]
-    config = parse_options(
-        RunConfig, source="sample", tasks=files, model=spec, agent=agent, n=n, knowledge=knowledge, seed=seed
+    config = validated(
+        RunConfig, dict(source="sample", tasks=files, model=spec, agent=agent, n=n, knowledge=knowledge, seed=seed)
     )
     console.print(f"[dim]{len(chosen)} tasks x {n} samples · {spec} · {dialect} · run folder {out}[/]")
 
@@ -149,7 +150,7 @@ def sequences_command(
     if not chosen:
         raise ConfigError("no problem with test cases in those files; make some with `datalyst synth sequences`")
     sampling = WORKER_SAMPLING.model_copy(update={"seed": seed})
-    options = parse_options(CorrectionOptions, rounds=rounds, sampling=sampling)
+    options = validated(CorrectionOptions, dict(rounds=rounds, sampling=sampling))
     worker_spec = str(resolve_spec(model))
     guide_spec = str(resolve_spec(guide)) if guide else worker_spec
 
@@ -190,8 +191,8 @@ def expert_command(
     and its fix: training data without a strong model."""
     get_dialect(dialect)  # an unknown name stops here, in one line
     playable, skipped = expert_tasks(task for path in tasks for task in drawn(read_tasks(path), limit, seed))
-    options = parse_options(ExpertOptions, seed=seed, error_share=error_share, max_compute_cells=max_cells)
-    agent = parse_options(AgentConfig, dialect=dialect, require_isolation=not allow_unisolated)
+    options = validated(ExpertOptions, dict(seed=seed, error_share=error_share, max_compute_cells=max_cells))
+    agent = validated(AgentConfig, dict(dialect=dialect, require_isolation=not allow_unisolated))
     config = RunConfig(source="expert", tasks=[str(path.resolve()) for path in tasks], model=EXPERT_SPEC,
                        agent=agent, expert=options, seed=seed)  # fmt: skip
     folder = RunFolder(out)
@@ -303,14 +304,6 @@ def band_command(
     console.print(f"{len(chosen)} tasks right in {low:.0%} to {high:.0%} of their samples written to {out}")
 
 
-def drawn(tasks: list[Task], limit: int | None, seed: int) -> list[Task]:
-    """``limit`` of ``tasks`` drawn by ``seed``, in their order (all of them without a limit)."""
-    if limit is None or limit >= len(tasks):
-        return tasks
-    drawn = set(random.Random(seed).sample(range(len(tasks)), limit))
-    return [task for index, task in enumerate(tasks) if index in drawn]
-
-
 @curate_app.command("refine")
 def refine_command(
     run: Run,
@@ -326,7 +319,7 @@ def refine_command(
         async with ManagedModel(spec) as loaded:
             return await refine_run(folder, loaded, below=below, min_tasks=min_tasks)
 
-    for name, rate in pass_rates(folder).items():
+    for name, rate in category_pass_rates(folder).items():
         console.print(f"{name}: {rate.passed} of {rate.tasks} passed")
     refined = asyncio.run(go())
     console.print(f"refined: {', '.join(refined) or 'none'} (saved in {folder.config_path})")
@@ -358,10 +351,9 @@ def filter_command(
     """Select judged trajectories, apply the rule filters, drop duplicates and score what is left."""
     folder = RunFolder(run)
     folder.config()
-    options = parse_options(
-        FilterOptions, strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
-        max_overthinking=max_overthinking, keep=keep, mix=_mix(mix),
-    )  # fmt: skip
+    options = validated(
+        FilterOptions, dict( strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
+        max_overthinking=max_overthinking, keep=keep, mix=_mix(mix),))  # fmt: skip
     checks = rule_checks(_token_counter(tokenizer))
     if decontaminate:
         decontaminator = Decontaminator.from_benchmarks(benchmarks_dir())
@@ -441,9 +433,9 @@ def report_command(
 ) -> None:
     """Write RUN/report: counts at every stage, yields, mixes, lengths, plots and a page of examples."""
     folder = RunFolder(run)
-    report = build_report(folder, count_tokens=_token_counter(tokenizer))
+    report = curation_report(folder, count_tokens=_token_counter(tokenizer))
     index = write_report(folder, report, sample=sample, seed=seed)
-    print(render_markdown(report))
+    print(render_curation(report))
     console.print(f"[dim]Report in {index}[/]")
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +14,8 @@ from rich.console import Console
 
 from datalyst.agent import DIALECTS, PROGRAM, AgentConfig, get_dialect
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.errors import ConfigError, DataFileError
+from datalyst.cli._shared import ManagedModel
+from datalyst.errors import ConfigError, DataFileError, first_problem
 from datalyst.eval import (
     BENCHES,
     EVAL_SAMPLING,
@@ -35,8 +35,8 @@ from datalyst.eval import (
     pool_runs,
     prepare_run,
     read_config,
+    read_outcomes,
     read_trend,
-    read_verdicts,
     render_markdown,
     render_trend,
     run_trajectories,
@@ -49,7 +49,7 @@ from datalyst.judge import (
     score_responses,
     score_tablebench,
 )
-from datalyst.llm import CachedModel, ChatMessage, ChatModel, Completion, SamplingParams, load_model, resolve_spec
+from datalyst.llm import CachedModel, ChatModel, SamplingParams, resolve_spec
 from datalyst.search import INFER, MCTSConfig
 from datalyst.tasks import load_dabench
 
@@ -189,10 +189,7 @@ def run_command(
             completion_cache=str(completion_cache.resolve()) if completion_cache else None,
         )
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        option = "-".join(str(p) for p in problem["loc"]).replace("_", "-")
-        message = problem["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"--{option}: {message}" if option else message) from exc
+        raise ConfigError(first_problem(exc, option=True)) from exc
     console = Console(stderr=True, highlight=False)
     console.print(f"[dim]model {spec} · {', '.join(dialect)} · {trials} trials · run folder {out}[/]")
     tasks = prepare_run(config, out)  # checks the benchmark and the folder before the model loads
@@ -228,29 +225,6 @@ async def _report(run: Path, *, judge_model: str | None, reformat_model: str | N
         judge = await stack.enter_async_context(ManagedModel(judge_model)) if judge_model else None
         reformatter = await stack.enter_async_context(ManagedModel(reformat_model)) if reformat_model else None
         return await ascore_run(run, judge_model=judge, reformat_model=reformatter)
-
-
-class ManagedModel:
-    """The model of ``spec``, loaded now (``eager``) or at its first call, and closed with the context."""
-
-    def __init__(self, spec: str, *, eager: bool = False) -> None:
-        self.spec = spec
-        self._model = load_model(spec) if eager else None
-
-    async def agenerate(self, messages: Sequence[ChatMessage], params: SamplingParams) -> list[Completion]:
-        if self._model is None:
-            self._model = load_model(self.spec)
-        return await self._model.agenerate(messages, params)
-
-    async def aclose(self) -> None:
-        if self._model is not None:
-            await self._model.aclose()
-
-    async def __aenter__(self) -> ManagedModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 def _parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -431,7 +405,7 @@ def failures_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Count the run's trajectories that were not fully right by kind of failure (rules, not reading them)."""
-    counts = failure_counts(run_trajectories(run, read_config(run)), read_verdicts(run))
+    counts = failure_counts(run_trajectories(run, read_config(run)), read_outcomes(run))
     if as_json:
         print(json.dumps(counts, indent=2))
         return

@@ -11,9 +11,8 @@ from rich.console import Console
 
 from datalyst.agent import DIALECTS, Agent, AgentConfig, get_dialect
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.cli._curate import drawn
-from datalyst.cli._eval import ManagedModel
-from datalyst.cli._synth import parse_options
+from datalyst.cli._options import validated
+from datalyst.cli._shared import ManagedModel, drawn
 from datalyst.errors import ConfigError
 from datalyst.llm import SamplingParams, resolve_spec
 from datalyst.search import COLLECT, INFER, MCTSConfig, Tree, decide, search_tasks, value_examples
@@ -62,11 +61,11 @@ def run_command(
         overrides["simulations"] = simulations
     if c_puct is not None:
         overrides["c_puct"] = c_puct
-    config = parse_options(MCTSConfig, **((COLLECT if collect else INFER).model_dump() | overrides))
+    config = validated(MCTSConfig, dict(**((COLLECT if collect else INFER).model_dump() | overrides)))
     temperature = temperature if temperature is not None else 1.0 if collect else 0.7
-    sampling = parse_options(SamplingParams, temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-    agent_config = parse_options(AgentConfig, dialect=dialect, sampling=sampling,
-                                 require_isolation=not allow_unisolated)  # fmt: skip
+    sampling = validated(SamplingParams, dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed))
+    agent_config = validated(AgentConfig, dict(dialect=dialect, sampling=sampling,
+                                 require_isolation=not allow_unisolated))  # fmt: skip
     spec = str(resolve_spec(model))
     valuer = load_value_model(value_model) if value_model is not None else None
     console.print(f"[dim]{len(chosen)} tasks x {trials} trees · {spec} · {dialect} · {config.simulations} "

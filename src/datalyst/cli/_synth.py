@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
+from datalyst.cli._options import validated
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import ChatModel, load_model, resolve_spec
@@ -79,16 +80,18 @@ def files_command(
     no_decontaminate: Annotated[bool, typer.Option("--no-decontaminate", help="Keep benchmark tables.")] = False,
 ) -> None:
     """Collect usable tables from ROOTS: load every data file, filter, de-duplicate and drop benchmark tables."""
-    options = parse_options(
+    options = validated(
         FileOptions,
-        min_rows=min_rows,
-        max_rows=max_rows,
-        min_columns=min_columns,
-        max_columns=max_columns,
-        max_missing_share=max_missing_share,
-        convert_share=convert_share,
-        max_per_schema=max_per_schema,
-        seed=seed,
+        dict(
+            min_rows=min_rows,
+            max_rows=max_rows,
+            min_columns=min_columns,
+            max_columns=max_columns,
+            max_missing_share=max_missing_share,
+            convert_share=convert_share,
+            max_per_schema=max_per_schema,
+            seed=seed,
+        ),
     )
     console = Console(stderr=True, highlight=False)
     tasks = [] if no_decontaminate else _benchmark_tasks(against, console)
@@ -112,7 +115,7 @@ def templates_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Make tasks with verified answers: every template on every table, each solution run in the sandbox."""
-    options = parse_options(TemplateOptions, seed=seed, drafts_per_template=drafts_per_template)
+    options = validated(TemplateOptions, dict(seed=seed, drafts_per_template=drafts_per_template))
     summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
     _print_summary(summary)
 
@@ -128,7 +131,7 @@ def sql_command(
     ] = 0.5,
 ) -> None:
     """Make questions answered by one SQLite query (gold query run read-only), on SQLite tables and split databases."""
-    options = parse_options(SqlOptions, seed=seed, drafts_per_template=drafts_per_template, split_share=split_share)
+    options = validated(SqlOptions, dict(seed=seed, drafts_per_template=drafts_per_template, split_share=split_share))
     _print_summary(make_sql_tasks(files, out, options=options))
 
 
@@ -155,8 +158,8 @@ def queries_command(
     seed: Annotated[int, typer.Option(help="Seed of the categories and the sample.")] = 0,
 ) -> None:
     """Have a model write questions (and harder questions built on them) about each table; answers come later."""
-    options = parse_options(
-        QueryOptions, seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample
+    options = validated(
+        QueryOptions, dict(seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample)
     )
     with opened_model(str(resolve_spec(model))) as writer:
         summary = make_query_tasks(files, out, writer, options=options)
@@ -176,7 +179,7 @@ def datasets_command(
 ) -> None:
     """Make synthetic datasets that hide a trap (sentinel codes, outliers, Simpson's paradox, ...) and questions
     whose answer depends on handling it."""
-    options = parse_options(DatasetOptions, seed=seed, per_family=per_family, repairs=repairs)
+    options = validated(DatasetOptions, dict(seed=seed, per_family=per_family, repairs=repairs))
     with opened_model(model and str(resolve_spec(model))) as writer:
         summary = make_dataset_tasks(out, options=options, model=writer, require_isolation=not allow_unisolated)
     _print_summary(summary, unit="datasets")
@@ -196,7 +199,7 @@ def sequences_command(
     ] = None,
 ) -> None:
     """Make programming problems that ask for the general term of integer sequences, with hidden test cases."""
-    options = parse_options(SequenceOptions, count=count, seed=seed, oeis=oeis)
+    options = validated(SequenceOptions, dict(count=count, seed=seed, oeis=oeis))
     with opened_model(guide and str(resolve_spec(guide))) as guide_model:
         summary = make_sequence_tasks(out, guide=guide_model, options=options)
     _print_summary(summary, unit="sequences")
@@ -228,7 +231,7 @@ def notebooks_command(
     teaching = (*TEACHING_DATASETS, *(word.lower() for word in exclude or ()))
     filters = NotebookFilters(min_code_lines=min_code_lines, min_rows=min_rows, keep_incomplete=keep_incomplete,
                               teaching_datasets=teaching)  # fmt: skip
-    options = parse_options(MiningOptions, min_score=min_score, max_tasks=max_tasks)
+    options = validated(MiningOptions, dict(min_score=min_score, max_tasks=max_tasks))
     addresses = AddressMap.parse(address or ())
     with opened_model(str(resolve_spec(model))) as writer:
         funnel, summary = make_notebook_tasks(roots, out, writer, addresses=addresses, filters=filters,
@@ -316,15 +319,6 @@ def opened_model(spec: str | None) -> Iterator[ChatModel | None]:
     finally:
         if model is not None:
             asyncio.run(model.aclose())
-
-
-def parse_options(kind: type[Options], **values: object) -> Options:
-    """Options from the command line; a value out of range stops with one line naming its option."""
-    try:
-        return kind(**values)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        raise ConfigError(f"--{str(problem['loc'][0]).replace('_', '-')}: {problem['msg']}") from None
 
 
 def _benchmark_tasks(against: list[str] | None, console: Console) -> list[Task]:

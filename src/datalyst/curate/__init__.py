@@ -34,13 +34,20 @@ from datalyst.curate._exports import (
 from datalyst.curate._filter import FilterOptions, FilterSummary, StageCount, filter_run, rule_checks
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
 from datalyst.curate._guidance import Guide, refine_workflow, reflection_text, workflow_text
-from datalyst.curate._judge import GroupVerdict, JudgeSummary, judge_group, judge_run, read_verdicts, tasks_in_band
+from datalyst.curate._judge import (
+    GroupVerdict,
+    JudgeSummary,
+    judge_group,
+    judge_run,
+    read_group_verdicts,
+    tasks_in_band,
+)
 from datalyst.curate._language import LanguageCheck
 from datalyst.curate._mistakes import MISTAKES
 from datalyst.curate._overthinking import OVERTHINKING_VERSION, Overthinking, overthinking_score, sample_by_overthinking
-from datalyst.curate._records import KEEP, Check, Curated, Stratum, Verdict
-from datalyst.curate._refine import CategoryRate, pass_rates, refine_run
-from datalyst.curate._report import CurationReport, build_report, read_curated, render_markdown, write_report
+from datalyst.curate._records import KEEP, Check, Curated, Decision, Stratum
+from datalyst.curate._refine import CategoryRate, category_pass_rates, refine_run
+from datalyst.curate._report import CurationReport, curation_report, read_curated, render_curation, write_report
 from datalyst.curate._run import RunConfig, RunFolder
 from datalyst.curate._sample import sample, sampling_agent
 from datalyst.curate._select import Dropped, Selected, Strategy, select, with_agreed_answer
@@ -67,6 +74,7 @@ __all__ = [
     "CorrectionOptions",
     "Curated",
     "CurationReport",
+    "Decision",
     "Decontaminator",
     "Dropped",
     "Duplicate",
@@ -90,9 +98,9 @@ __all__ = [
     "StageCount",
     "Strategy",
     "Stratum",
-    "Verdict",
-    "build_report",
+    "category_pass_rates",
     "correct_programs",
+    "curation_report",
     "deduplicate",
     "expert_tasks",
     "export_examples",
@@ -105,13 +113,12 @@ __all__ = [
     "judge_run",
     "mix_strata",
     "overthinking_score",
-    "pass_rates",
     "read_curated",
-    "read_verdicts",
+    "read_group_verdicts",
     "refine_run",
     "refine_workflow",
     "reflection_text",
-    "render_markdown",
+    "render_curation",
     "rule_checks",
     "sample",
     "sample_by_overthinking",

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from datalyst.agent import Trajectory
 from datalyst.curate._dedup import ShingleIndex, normalise, shingles
-from datalyst.curate._records import KEEP, Verdict
+from datalyst.curate._records import KEEP, Decision
 from datalyst.paths import benchmarks_dir
 from datalyst.synth import benchmark_fingerprints
 from datalyst.tasks import Task, load_dabench, load_tablebench
@@ -62,8 +62,8 @@ class Decontaminator:
         for key, (_, text) in enumerate(questions):
             self._index.add(key, self._index.signature(shingles(normalise(text), QUESTION_SHINGLE)))
         self._tables = list(tables)
-        self._by_question: dict[str, Verdict] = {}
-        self._by_files: dict[tuple[str, ...], Verdict] = {}
+        self._by_question: dict[str, Decision] = {}
+        self._by_files: dict[tuple[str, ...], Decision] = {}
 
     @classmethod
     def from_tasks(cls, tasks: Iterable[Task], **options: Any) -> Decontaminator:
@@ -89,7 +89,7 @@ class Decontaminator:
         """How many benchmark questions and tables it compares against."""
         return len(self._names), len(self._tables)
 
-    def check(self, trajectory: Trajectory) -> Verdict:
+    def check(self, trajectory: Trajectory) -> Decision:
         task = trajectory.task
         text = question_text(task)
         if text not in self._by_question:
@@ -101,22 +101,22 @@ class Decontaminator:
             self._by_files[files] = self._table_verdict(task)
         return self._by_files[files]
 
-    def _question_verdict(self, text: str) -> Verdict:
+    def _question_verdict(self, text: str) -> Decision:
         match = self._index.closest(self._index.signature(shingles(text, QUESTION_SHINGLE)))
         if match is None:
             return KEEP
         key, similarity = match
-        return Verdict(
+        return Decision(
             reason=BENCHMARK_QUESTION, detail=f"the question is {similarity:.0%} alike with {self._names[key]}"
         )
 
-    def _table_verdict(self, task: Task) -> Verdict:
+    def _table_verdict(self, task: Task) -> Decision:
         if not self._tables or not task.files:
             return KEEP
         for where, found in benchmark_fingerprints([task]):
             for name, table in self._tables:
                 if found.content_hash == table.content_hash:
-                    return Verdict(reason=BENCHMARK_TABLE, detail=f"{where} is the same table as {name}")
+                    return Decision(reason=BENCHMARK_TABLE, detail=f"{where} is the same table as {name}")
                 if found.looks_like(table):
-                    return Verdict(reason=BENCHMARK_TABLE, detail=f"{where} holds mostly the rows of {name}")
+                    return Decision(reason=BENCHMARK_TABLE, detail=f"{where} holds mostly the rows of {name}")
         return KEEP

@@ -21,7 +21,7 @@ from datasketch import MinHash, MinHashLSH
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.agent import Trajectory
-from datalyst.curate._records import Verdict
+from datalyst.curate._records import Decision
 from datalyst.errors import ConfigError
 
 EXACT_DUPLICATE = "exact_duplicate"
@@ -101,10 +101,10 @@ class Duplicate(BaseModel):
     """The estimated Jaccard similarity of their shingles (1.0 for an exact duplicate)."""
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> Decision:
         if self.reason == EXACT_DUPLICATE:
-            return Verdict(reason=self.reason, detail=f"the same code and thoughts as {self.of}")
-        return Verdict(reason=self.reason, detail=f"code and thoughts {self.similarity:.0%} alike with {self.of}")
+            return Decision(reason=self.reason, detail=f"the same code and thoughts as {self.of}")
+        return Decision(reason=self.reason, detail=f"code and thoughts {self.similarity:.0%} alike with {self.of}")
 
 
 def deduplicate(

@@ -27,7 +27,7 @@ from rich.progress import track
 
 from datalyst.curate._dedup import deduplicate
 from datalyst.curate._filters import AnswerLengthCheck, FormatCheck, RepetitionCheck
-from datalyst.curate._judge import read_verdicts
+from datalyst.curate._judge import read_group_verdicts
 from datalyst.curate._language import LanguageCheck
 from datalyst.curate._overthinking import overthinking_score, sample_by_overthinking
 from datalyst.curate._records import Check, Curated, Stratum
@@ -78,7 +78,7 @@ def filter_run(
     """Write ``kept.jsonl`` and ``dropped.jsonl`` of ``run``; returns the funnel."""
     options = options or FilterOptions()
     trajectories = run.trajectories()
-    selected, dropped = select(trajectories, read_verdicts(run), options.strategy, seed=options.seed)
+    selected, dropped = select(trajectories, read_group_verdicts(run), options.strategy, seed=options.seed)
     funnel = [_count("select", selected, dropped)]
     expert = run.config().source == "expert"
     console = Console(stderr=True)

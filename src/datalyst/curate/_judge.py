@@ -2,8 +2,8 @@
 
 Each task's trajectories of one round form a group, judged once into ``verdicts.jsonl``:
 
-- a task with a verified answer (``Task.answer`` or ``Task.answer_sql``) is judged by its own judge
-  (``datalyst.judge.judge_for``): the ground-truth filter. The group passes when one answer is right.
+- a task with a gold answer (``Task.checkable``) has each trajectory's :class:`~datalyst.agent.Outcome` judged
+  and kept in the verdict: the ground-truth filter. The group passes when one answer is right.
 - a task without one goes to a consistency judge: the group passes when all its answers agree, and
   the agreed answer becomes the task's answer.
 
@@ -21,13 +21,12 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from datalyst.agent import ActionKind, Trajectory, rollout, trajectory_id
+from datalyst.agent import ActionKind, Outcome, Trajectory, ajudge_trajectory, rollout, trajectory_id
 from datalyst.curate._consistency import Attempt, ConsistencyJudge
 from datalyst.curate._guidance import reflection_text
 from datalyst.curate._run import RunConfig, RunFolder
 from datalyst.curate._sample import round_of, sampling_agent
 from datalyst.jsonl import drop_torn_tail, read_appended
-from datalyst.judge import judge_for
 from datalyst.llm import ChatModel
 from datalyst.provenance import write_manifest
 from datalyst.tasks import Task
@@ -53,8 +52,10 @@ class GroupVerdict(BaseModel):
     best: str | None = None
     """The trajectory that states the answer best: the judge's choice, or the most concise right one."""
     answer: str | None = None
-    """The agreed answer, for a task without a verified one."""
+    """The agreed answer, for a task without a gold one."""
     critique: str = ""
+    outcomes: list[Outcome] = []
+    """Per trajectory, for a task with a gold answer: its outcome (``correct`` is theirs)."""
 
 
 class JudgeSummary(BaseModel):
@@ -69,10 +70,6 @@ class JudgeSummary(BaseModel):
     """Tasks that failed round 0 and passed a reflection round."""
     incomplete: int
     """Groups left out because some of their trajectories are missing (a sampling run cut short)."""
-
-
-def verified(task: Task) -> bool:
-    return task.answer is not None or bool(task.answer_sql)
 
 
 def attempt(trajectory: Trajectory) -> Attempt:
@@ -96,18 +93,16 @@ async def judge_group(
     ids = [trajectory.id for trajectory in trajectories]
     attempts = [attempt(trajectory) for trajectory in trajectories]
     common = {"id": f"{task.id}@{round}", "task_id": task.id, "round": round, "trajectory_ids": ids}
-    if verified(task):
-        judge = judge_for(task, model=judge_model)
-        judgements = [await judge.ajudge(trajectory.answer or "") for trajectory in trajectories]
-        correct = [judgement.correct for judgement in judgements]
-        right = [i for i, ok in enumerate(correct) if ok]
+    if task.checkable(by_model=True):
+        outcomes = [await ajudge_trajectory(trajectory, judge_model=judge_model) for trajectory in trajectories]
+        right = [i for i, outcome in enumerate(outcomes) if outcome.correct]
         best = min(right, key=lambda i: attempts[i].length) if right else None
-        notes = [
-            f"attempt {i + 1}: {j.reason}" for i, j in enumerate(judgements) if j.reason and task.judge == "dabench"
-        ]
+        notes = [f"attempt {i + 1}: {o.detail}" for i, o in enumerate(outcomes) if o.detail and task.judge == "dabench"]
         critique = f"{len(right)} of {len(ids)} answers are right" + (f" ({'; '.join(notes)})" if notes else "") + "."
-        return GroupVerdict(**common, method=GROUND_TRUTH, correct=correct, passed=bool(right),
-                            best=ids[best] if best is not None else None, critique=critique)  # fmt: skip
+        best_id = ids[best] if best is not None else None
+        correct = [outcome.correct for outcome in outcomes]
+        return GroupVerdict(**common, method=GROUND_TRUTH, correct=correct, passed=bool(right), best=best_id,
+                            critique=critique, outcomes=outcomes)  # fmt: skip
     agreement = await consistency.acheck(task.question, attempts)
     best = agreement.best if agreement.agree else None
     return GroupVerdict(
@@ -121,7 +116,7 @@ async def judge_group(
     )
 
 
-def read_verdicts(run: RunFolder) -> list[GroupVerdict]:
+def read_group_verdicts(run: RunFolder) -> list[GroupVerdict]:
     return read_appended(
         run.verdicts, GroupVerdict, what="a group verdict", fix="restore the file or move the line out"
     )
@@ -131,7 +126,7 @@ def tasks_in_band(run: RunFolder, low: float, high: float) -> list[Task]:
     """The verified tasks whose first-round trajectories were right at a rate within [``low``, ``high``]: those the
     sampling model solves sometimes, whose groups disagree (the tasks RL learns from)."""
     tasks = {trajectory.task.id: trajectory.task for trajectory in run.trajectories()}
-    return [tasks[verdict.task_id] for verdict in read_verdicts(run)
+    return [tasks[verdict.task_id] for verdict in read_group_verdicts(run)
             if verdict.round == 0 and verdict.method == "ground_truth" and verdict.correct
             and low <= sum(verdict.correct) / len(verdict.correct) <= high]  # fmt: skip
 
@@ -154,7 +149,7 @@ async def judge_run(
     """
     config = run.config()
     drop_torn_tail(run.verdicts)
-    done = {verdict.id: verdict for verdict in read_verdicts(run)}
+    done = {verdict.id: verdict for verdict in read_group_verdicts(run)}
     gate = asyncio.Semaphore(concurrency)
 
     async def one(group: list[Trajectory], round: int) -> GroupVerdict:

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from datalyst.agent import Trajectory, Turn
-from datalyst.curate._records import KEEP, Verdict
+from datalyst.curate._records import KEEP, Decision
 
 GARBLED_TEXT = "garbled_text"
 MIXED_LANGUAGES = "mixed_languages"
@@ -85,14 +85,14 @@ class LanguageCheck:
     def __init__(self, max_foreign_letters: int = MAX_FOREIGN_LETTERS) -> None:
         self.max_foreign_letters = max_foreign_letters
 
-    def check(self, trajectory: Trajectory) -> Verdict:
+    def check(self, trajectory: Trajectory) -> Decision:
         allowed = {"LATIN", main_script(trajectory.task.question)}
         seen = [trajectory.first_message]
         foreign: list[tuple[int, str]] = []
         for turn in trajectory.turns:
             for text in natural_text(turn):
                 if (problem := garbled(text, seen)) is not None:
-                    return Verdict(reason=GARBLED_TEXT, detail=f"turn {turn.index}: {problem}")
+                    return Decision(reason=GARBLED_TEXT, detail=f"turn {turn.index}: {problem}")
                 foreign += [(turn.index, word) for word in foreign_words(text, allowed, seen)]
             if turn.observation:
                 seen.append(turn.observation)
@@ -100,7 +100,7 @@ class LanguageCheck:
         if letters > self.max_foreign_letters:
             scripts = sorted({script(word[0]) or "" for _, word in foreign})
             words = ", ".join(repr(word) for _, word in foreign[:5])
-            return Verdict(
+            return Decision(
                 reason=MIXED_LANGUAGES,
                 detail=f"{letters} letters in {'/'.join(scripts)} from turn {foreign[0][0]} on: {words}",
             )

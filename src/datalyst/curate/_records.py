@@ -13,7 +13,7 @@ from datalyst.curate._overthinking import OVERTHINKING_VERSION
 SCHEMA_VERSION = 1
 
 
-class Verdict(BaseModel):
+class Decision(BaseModel):
     """A check's decision on one trajectory: kept, or dropped for a named reason."""
 
     model_config = ConfigDict(frozen=True)
@@ -28,7 +28,7 @@ class Verdict(BaseModel):
         return self.reason is None
 
 
-KEEP = Verdict()
+KEEP = Decision()
 
 
 class Check(Protocol):
@@ -38,7 +38,7 @@ class Check(Protocol):
     reasons: tuple[str, ...]
     """Every reason ``check`` can drop with, in the order funnels list them."""
 
-    def check(self, trajectory: Trajectory) -> Verdict: ...
+    def check(self, trajectory: Trajectory) -> Decision: ...
 
 
 class Stratum(StrEnum):

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pydantic import BaseModel
 
 from datalyst.curate._guidance import refine_workflow
-from datalyst.curate._judge import read_verdicts
+from datalyst.curate._judge import read_group_verdicts
 from datalyst.curate._run import RunFolder
 from datalyst.errors import ConfigError
 from datalyst.llm import ChatModel
@@ -29,11 +29,11 @@ class CategoryRate(BaseModel):
         return self.passed / self.tasks if self.tasks else 0.0
 
 
-def pass_rates(run: RunFolder) -> dict[str, CategoryRate]:
+def category_pass_rates(run: RunFolder) -> dict[str, CategoryRate]:
     """Per category of the taxonomy: tasks judged in round 0, and how many passed."""
     categories = {t.task.id: t.task.category for t in run.trajectories()}
     counts: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for verdict in read_verdicts(run):
+    for verdict in read_group_verdicts(run):
         name = categories.get(verdict.task_id)
         if verdict.round == 0 and name:
             counts[name][0] += 1
@@ -47,7 +47,7 @@ async def refine_run(run: RunFolder, model: ChatModel, *, below: float = 0.5, mi
     if not 0 < below <= 1:
         raise ConfigError(f"--below {below}: give a pass rate between 0 and 1")
     config = run.config()
-    low = [name for name, rate in pass_rates(run).items() if rate.tasks >= min_tasks and rate.rate < below]
+    low = [name for name, rate in category_pass_rates(run).items() if rate.tasks >= min_tasks and rate.rate < below]
     refined = {}
     for name in low:
         try:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from datalyst.agent import Trajectory, to_html
 from datalyst.curate._filter import StageCount
-from datalyst.curate._judge import JudgeSummary, read_verdicts, verified
+from datalyst.curate._judge import JudgeSummary, read_group_verdicts
 from datalyst.curate._records import Curated
 from datalyst.curate._run import RunFolder
 from datalyst.curate._select import Dropped
@@ -84,12 +84,12 @@ class CurationReport(BaseModel):
     spent: Spent | None = None
 
 
-def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = None) -> CurationReport:
+def curation_report(run: RunFolder, count_tokens: Callable[[str], int] | None = None) -> CurationReport:
     """The report of ``run`` as its files stand; ``count_tokens`` measures turns that carry no token count."""
     config = run.config()
     trajectories = run.trajectories()
     tasks = {t.task.id: t.task for t in trajectories}
-    verdicts = read_verdicts(run)
+    verdicts = read_group_verdicts(run)
     passed = {v.task_id for v in verdicts if v.passed}
     judged = {v.task_id: v.method for v in verdicts}
     gt = [task_id for task_id, method in judged.items() if method == "ground_truth"]
@@ -103,7 +103,7 @@ def build_report(run: RunFolder, count_tokens: Callable[[str], int] | None = Non
         model=config.model,
         dialect=config.agent.dialect,
         tasks=len(tasks),
-        verified_tasks=sum(verified(task) for task in tasks.values()),
+        verified_tasks=sum(task.checkable(by_model=True) for task in tasks.values()),
         trajectories=len(trajectories),
         judge=JudgeSummary.model_validate(judge_manifest["summary"]) if "summary" in judge_manifest else None,
         ground_truth_yield=_share(sum(t in passed for t in gt), len(gt)),
@@ -162,7 +162,7 @@ def write_report(run: RunFolder, report: CurationReport, *, sample: int = 20, se
     out = run.report
     (out / "trajectories").mkdir(parents=True, exist_ok=True)
     write_atomic(out / "report.json", report.model_dump_json(indent=2))
-    write_atomic(out / "report.md", render_markdown(report))
+    write_atomic(out / "report.md", render_curation(report))
     _plot(report, out)
     rng = random.Random(seed)
     kept = read_curated(run)
@@ -179,7 +179,7 @@ def write_report(run: RunFolder, report: CurationReport, *, sample: int = 20, se
     return index
 
 
-def render_markdown(report: CurationReport) -> str:
+def render_curation(report: CurationReport) -> str:
     what = f"{report.source} · {report.model} · {report.dialect}"
     counts = f"{report.tasks} tasks ({report.verified_tasks} verified) · {report.trajectories} trajectories"
     lines = [f"# Curation report: {report.run}", "", f"{what} · {counts} · {report.kept} kept", ""]
@@ -272,4 +272,4 @@ def _index_html(
     sections = [
         (title, [(t, _page(t), note) for t, note in rows]) for title, rows in (("Kept", kept), ("Dropped", dropped))
     ]
-    return template.render(summary=render_markdown(report), sections=sections)
+    return template.render(summary=render_curation(report), sections=sections)

@@ -5,6 +5,7 @@ from datalyst.eval._compare import Comparison, Difference, GroupBy, compare_runs
 from datalyst.eval._config import EVAL_SAMPLING, EvalConfig
 from datalyst.eval._failures import failure_counts, failure_kind
 from datalyst.eval._metrics import Behaviour, Estimate, PassRates, behaviour, bootstrap, pass_rates
+from datalyst.eval._outcomes import EvalOutcome, ajudge_trajectories
 from datalyst.eval._pool import Pool, pool_runs
 from datalyst.eval._reformat import REFORMATTER, areformat_responses
 from datalyst.eval._report import RESPONSES, DABenchFigures, DialectReport, EvalReport, render_markdown
@@ -14,14 +15,13 @@ from datalyst.eval._run import (
     cache_run,
     prepare_run,
     read_config,
-    read_verdicts,
+    read_outcomes,
     run_eval,
     run_trajectories,
     score_run,
 )
 from datalyst.eval._tablebench_pot import parse_pot_rows
 from datalyst.eval._trend import TrendPoint, draw_trend, read_trend, render_trend
-from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 
 __all__ = [
     "BENCHES",
@@ -35,12 +35,12 @@ __all__ = [
     "Difference",
     "Estimate",
     "EvalConfig",
+    "EvalOutcome",
     "EvalReport",
     "GroupBy",
     "PassRates",
     "Pool",
     "TrendPoint",
-    "Verdict",
     "ajudge_trajectories",
     "areformat_responses",
     "arun_eval",
@@ -59,8 +59,8 @@ __all__ = [
     "pool_runs",
     "prepare_run",
     "read_config",
+    "read_outcomes",
     "read_trend",
-    "read_verdicts",
     "render_markdown",
     "render_trend",
     "run_eval",

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from datalyst.errors import ConfigError
 from datalyst.eval._metrics import Estimate, bootstrap, score_matrix
 from datalyst.eval._report import group_order
-from datalyst.eval._run import dialects_of, read_verdicts, run_tasks
+from datalyst.eval._run import dialects_of, read_outcomes, run_tasks
 from datalyst.tasks import Task
 
 PERMUTATIONS = 10_000
@@ -107,7 +107,7 @@ def compare_runs(
     this compares two dialects of one run. ``by`` adds pass@1's difference in each group of tasks: by
     difficulty level, category or the format of the task's file (read from the runs' ``tasks.jsonl``).
     """
-    verdicts_a, verdicts_b = read_verdicts(run_a), read_verdicts(run_b)
+    verdicts_a, verdicts_b = read_outcomes(run_a), read_outcomes(run_b)
     dialects_a, dialects_b = dialects_of(verdicts_a), dialects_of(verdicts_b)
     for chosen, present, run in ((dialect_a, dialects_a, run_a), (dialect_b, dialects_b, run_b)):
         if chosen is not None and chosen not in present:

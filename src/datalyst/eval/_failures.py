@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from datalyst.agent import ActionKind, Termination, Trajectory
-from datalyst.eval._verdicts import Verdict
+from datalyst.eval._outcomes import EvalOutcome
 from datalyst.tasks import extract_answers
 
 KINDS = (
@@ -99,7 +99,7 @@ def _used_other_method(task_text: str, code: str) -> bool:
     return False
 
 
-def failure_kind(trajectory: Trajectory, verdict: Verdict) -> str | None:
+def failure_kind(trajectory: Trajectory, verdict: EvalOutcome) -> str | None:
     """The kind of failure of ``trajectory`` (None when its answer is fully right)."""
     if verdict.correct:
         return None
@@ -171,7 +171,7 @@ def _error_kind(name: str, text: str) -> str:
     return "other error"
 
 
-def failure_counts(trajectories: Sequence[Trajectory], verdicts: Sequence[Verdict]) -> dict[str, int]:
+def failure_counts(trajectories: Sequence[Trajectory], verdicts: Sequence[EvalOutcome]) -> dict[str, int]:
     """How many of the run's trajectories failed in each kind (``KINDS`` order; kinds with none left out)."""
     by_key = {(t.dialect, t.id): t for t in trajectories}
     counts = Counter(failure_kind(by_key[v.dialect, v.trajectory_id], v) for v in verdicts)

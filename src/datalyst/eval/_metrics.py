@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.agent import ActionKind, Trajectory
-from datalyst.eval._verdicts import Verdict
+from datalyst.eval._outcomes import EvalOutcome
 from datalyst.search import Cost
 
 BOOTSTRAP_SAMPLES = 2000
@@ -73,7 +73,7 @@ HUMANEVAL_KS = (1, 10, 100)
 """The k of HumanEval's harness, each reported only where every problem has at least k samples."""
 
 
-def humaneval_pass_at_k(verdicts: Sequence[Verdict]) -> dict[str, float]:
+def humaneval_pass_at_k(verdicts: Sequence[EvalOutcome]) -> dict[str, float]:
     """HumanEval's figures: the mean over problems of the unbiased pass@k, for each k every problem reaches."""
     _, matrix = score_matrix(verdicts)
     if matrix.size == 0:
@@ -83,7 +83,7 @@ def humaneval_pass_at_k(verdicts: Sequence[Verdict]) -> dict[str, float]:
             for k in HUMANEVAL_KS if k <= n}  # fmt: skip
 
 
-def score_matrix(verdicts: Sequence[Verdict]) -> tuple[list[str], np.ndarray]:
+def score_matrix(verdicts: Sequence[EvalOutcome]) -> tuple[list[str], np.ndarray]:
     """Task ids and a tasks x trials matrix of scores (a missing trial counts 0)."""
     task_ids = sorted({v.task_id for v in verdicts}, key=_natural)
     trials = sorted({v.trial for v in verdicts})
@@ -95,7 +95,7 @@ def score_matrix(verdicts: Sequence[Verdict]) -> tuple[list[str], np.ndarray]:
     return task_ids, matrix
 
 
-def pass_rates(verdicts: Sequence[Verdict], *, seed: int = 0) -> PassRates:
+def pass_rates(verdicts: Sequence[EvalOutcome], *, seed: int = 0) -> PassRates:
     """pass@1 and pass@k over the tasks in ``verdicts``, k being the number of trials."""
     _, matrix = score_matrix(verdicts)
     if matrix.size == 0:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError
 from datalyst.eval._metrics import PassRates, pass_rates
-from datalyst.eval._run import dialects_of, read_config, read_verdicts
+from datalyst.eval._run import dialects_of, read_config, read_outcomes
 
 TASK_CHOICE = frozenset({"split", "subset", "seed"})
 """The settings that choose a run's tasks: pooled runs may differ in these (and in what runs may change on resuming)."""
@@ -49,7 +49,7 @@ def pool_runs(runs: Sequence[str | Path]) -> Pool:
     one_reformatter = len({config.reformat_model for config in configs}) == 1
     verdicts, owner = [], {}
     for run in runs:
-        mine = read_verdicts(run)
+        mine = read_outcomes(run)
         for task_id in {v.task_id for v in mine}:
             if task_id in owner:
                 raise ConfigError(f"task {task_id} is in both {owner[task_id]} and {run}; pool disjoint runs only")

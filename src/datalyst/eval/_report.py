@@ -12,7 +12,7 @@ from datalyst import __version__
 from datalyst.agent import Trajectory, to_html
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._metrics import Behaviour, PassRates, behaviour, humaneval_pass_at_k, pass_rates
-from datalyst.eval._verdicts import Verdict
+from datalyst.eval._outcomes import EvalOutcome
 from datalyst.files import save_figure, write_atomic
 from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
 from datalyst.provenance import git_revision, short_revision
@@ -79,7 +79,7 @@ def build_report(
     config: EvalConfig,
     tasks: Sequence[Task],
     trajectories: Sequence[Trajectory],
-    verdicts: Sequence[Verdict],
+    verdicts: Sequence[EvalOutcome],
     costs: Mapping[tuple[str, str], Cost] | None = None,
     reformatted: Mapping[tuple[str, str], str] | None = None,
 ) -> EvalReport:
@@ -118,12 +118,14 @@ def _all_judged(tasks: Sequence[Task], judge: str) -> bool:
     return bool(tasks) and all(task.judge == judge for task in tasks)
 
 
-def failure_page(verdict: Verdict) -> str:
+def failure_page(verdict: EvalOutcome) -> str:
     return f"failures/{verdict.dialect}/{verdict.trajectory_id.replace('#', '-')}.html"
 
 
-def _grouped(verdicts: Sequence[Verdict], key: Callable[[Verdict], str | None], seed: int) -> dict[str, PassRates]:
-    groups: dict[str, list[Verdict]] = {}
+def _grouped(
+    verdicts: Sequence[EvalOutcome], key: Callable[[EvalOutcome], str | None], seed: int
+) -> dict[str, PassRates]:
+    groups: dict[str, list[EvalOutcome]] = {}
     for verdict in verdicts:
         if (name := key(verdict)) is not None:  # tasks without a level or category are in no group
             groups.setdefault(name, []).append(verdict)
@@ -138,7 +140,7 @@ def group_order(name: str) -> tuple[int, str]:
 def _dabench_figures(
     tasks: Sequence[Task],
     runs: Sequence[Trajectory],
-    verdicts: Sequence[Verdict],
+    verdicts: Sequence[EvalOutcome],
     config: EvalConfig,
     reformatted: Mapping[tuple[str, str], str] | None,
 ) -> dict[str, DABenchFigures] | None:
@@ -214,7 +216,7 @@ def _tablebench_view(
 
 
 def write_reports(
-    report: EvalReport, trajectories: Sequence[Trajectory], verdicts: Sequence[Verdict], out_dir: Path
+    report: EvalReport, trajectories: Sequence[Trajectory], verdicts: Sequence[EvalOutcome], out_dir: Path
 ) -> None:
     """``report.json``, ``report.md``, ``chart.png`` and one HTML page per failed trajectory."""
     write_atomic(out_dir / "report.json", report.model_dump_json(indent=2))

@@ -1,7 +1,7 @@
 """An evaluation run: the agent on every task x trial x dialect, stored, judged and reported.
 
 A run lives in one folder (``config.json``, ``tasks.jsonl``, ``trajectories/<dialect>.jsonl``,
-``reformatted.jsonl`` for DABench's official protocol, ``verdicts.jsonl``, the reports). Running it
+``reformatted.jsonl`` for DABench's official protocol, ``outcomes.jsonl``, the reports). Running it
 again continues where it stopped and re-judges.
 """
 
@@ -15,10 +15,10 @@ from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories, r
 from datalyst.errors import ConfigError
 from datalyst.eval._benches import load_bench
 from datalyst.eval._config import EvalConfig
+from datalyst.eval._outcomes import EvalOutcome, ajudge_trajectories
 from datalyst.eval._reformat import areformat_run
 from datalyst.eval._report import EvalReport, build_report, write_reports
 from datalyst.eval._strategies import run_strategy, strategy_costs, trajectory_files
-from datalyst.eval._verdicts import Verdict, ajudge_trajectories
 from datalyst.files import write_atomic
 from datalyst.jsonl import split_lines
 from datalyst.llm import CachedModel, ChatModel
@@ -169,7 +169,7 @@ async def ascore_run(
         reformatted=reformatted,
         require_isolation=config.agent.require_isolation,
     )
-    write_atomic(out_dir / "verdicts.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
+    write_atomic(out_dir / "outcomes.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
     costs = strategy_costs(out_dir, config, trajectories)
     report = build_report(config, run_tasks(out_dir), trajectories, verdicts, costs, reformatted)
     write_reports(report, trajectories, verdicts, out_dir)
@@ -199,13 +199,17 @@ def cache_run(out_dir: str | Path, cache: CachedModel) -> int:
     return sum(cache.store(messages, params, [completion], replace=False) for messages, params, completion in calls)
 
 
-def read_verdicts(out_dir: str | Path) -> list[Verdict]:
-    path = Path(out_dir) / "verdicts.jsonl"
+def read_outcomes(out_dir: str | Path) -> list[EvalOutcome]:
+    path = Path(out_dir) / "outcomes.jsonl"
+    if not path.exists() and (path.parent / "verdicts.jsonl").exists():
+        raise ConfigError(
+            f"{out_dir} was judged by an older datalyst; `datalyst eval report {out_dir}` judges it again"
+        )
     if not path.exists():
-        raise ConfigError(f"{out_dir} has no verdicts.jsonl; is it a run folder made by `datalyst eval run`?")
+        raise ConfigError(f"{out_dir} has no outcomes.jsonl; is it a run folder made by `datalyst eval run`?")
     lines = split_lines(path.read_text(encoding="utf-8"))
-    return [Verdict.model_validate_json(line) for line in lines if line.strip()]
+    return [EvalOutcome.model_validate_json(line) for line in lines if line.strip()]
 
 
-def dialects_of(verdicts: Sequence[Verdict]) -> list[str]:
+def dialects_of(verdicts: Sequence[EvalOutcome]) -> list[str]:
     return list(dict.fromkeys(v.dialect for v in verdicts))

@@ -4,8 +4,8 @@ The official parser (``shared/benchmarks/tablebench-example/SOURCE.md``) saves t
 ``table.csv``, runs the last ```` ```python ```` block of the prediction for at most 15 s and takes
 the first ``Final Answer: ...`` line of its output; when there is no block, or the code raises or
 runs out of time, the answer is empty (output printed before the failure is discarded too).
-Model-written code is hostile, so here each row runs in a fresh :class:`~datalyst.sandbox.Sandbox`
-whose work folder holds only that row's ``table.csv``.
+Model-written code is hostile, so here each row runs as a program in a fresh sandbox
+(:func:`datalyst.judge.run_program`) whose work folder holds only that row's ``table.csv``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from datalyst.judge import parse_final_answer, parse_tablebench_row
+from datalyst.judge import parse_final_answer, parse_tablebench_row, run_program
 from datalyst.progress import progress_bar
-from datalyst.sandbox import Limits, Sandbox
 from datalyst.tasks import tablebench_csv
 
 POT_WORKERS = 4
@@ -54,7 +53,7 @@ def parse_pot_rows(
     code ran without error. Other rows go through :func:`datalyst.judge.parse_tablebench_row`; a PoT
     chart row must already carry its ``parsed_result``, as there. Rows keep their order; at most
     ``max_workers`` run at once; ``require_isolation=False`` lets the code run where the sandbox cannot
-    isolate it (see :class:`datalyst.sandbox.Sandbox`). A row without a usable table ``{columns, data}`` raises
+    isolate it. A row without a usable table ``{columns, data}`` raises
     ``DataFileError`` before any code runs.
     """
     rows = list(rows)
@@ -66,13 +65,12 @@ def parse_pot_rows(
             parsed.append(None)
         else:
             parsed.append(_parse_without_code(row))
-    limits = Limits(wall_s=timeout_s, cpu_s=timeout_s)
     bar = progress_bar(enabled=len(pending) >= PROGRESS_FROM)
     with tempfile.TemporaryDirectory(prefix="tablebench-pot-") as scratch, bar:
         task = bar.add_task("TableBench PoT", total=len(pending))
         with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(pending)))) as pool:
             futures = {
-                pool.submit(_run_row, rows[i], text, Path(scratch) / str(i), limits, require_isolation): i
+                pool.submit(_run_row, rows[i], text, Path(scratch) / str(i), timeout_s, require_isolation): i
                 for i, text in pending.items()
             }
             for future in as_completed(futures):
@@ -103,7 +101,7 @@ def _table_text(row: Mapping) -> str:
     return tablebench_csv({"id": row.get("id", "?"), "table": table}, _ROWS_LABEL)
 
 
-def _run_row(row: Mapping, table_text: str, folder: Path, limits: Limits, require_isolation: bool) -> dict:
+def _run_row(row: Mapping, table_text: str, folder: Path, timeout_s: float, require_isolation: bool) -> dict:
     code = last_python_block(row.get("prediction"))
     ran = False
     answer = ""
@@ -111,10 +109,10 @@ def _run_row(row: Mapping, table_text: str, folder: Path, limits: Limits, requir
         folder.mkdir()
         table = folder / "table.csv"
         table.write_text(table_text, encoding="utf-8")
-        with Sandbox([table], limits=limits, require_isolation=require_isolation) as sandbox:
-            # The trailing `pass` keeps the sandbox from echoing a final bare expression, as a notebook
-            # would: the official run executes the block as a script, which prints only what it prints.
-            result = sandbox.run_python(f"{code}\npass\n")
-        ran = result.error is None
-        answer = parse_final_answer(result.stdout) if ran else ""
+        # The trailing `pass` keeps the sandbox from echoing a final bare expression, as a notebook would: the
+        # official run executes the block as a script, which prints only what it prints.
+        run = run_program(f"{code}\npass\n", files=[table], time_limit_s=timeout_s, screen=True,
+                          require_isolation=require_isolation)  # fmt: skip
+        ran = run.passed
+        answer = parse_final_answer(run.stdout) if ran else ""
     return {**row, "parsed_result": {"parsed_prediction": answer, "Parse@1": answer != "", "ecr_1": ran}}

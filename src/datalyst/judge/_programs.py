@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -41,17 +42,26 @@ def program_text(answer: str) -> str:
     return (match.group(1) if match else answer).strip("\n") + "\n"
 
 
-def run_program(source: str, *, stdin: str = "", time_limit_s: float = TIME_LIMIT_S, exit_passes: bool = False,
-                require_isolation: bool = True) -> ProgramRun:  # fmt: skip
-    """Run ``source`` in a fresh sandbox with ``stdin`` on its standard input.
+def run_program(
+    source: str,
+    *,
+    files: Sequence[str | Path] = (),
+    stdin: str = "",
+    time_limit_s: float = TIME_LIMIT_S,
+    exit_passes: bool = False,
+    screen: bool = False,
+    require_isolation: bool = True,
+) -> ProgramRun:
+    """Run ``source`` in a fresh sandbox holding ``files``, with ``stdin`` on its standard input.
 
     Any exception fails it, ``SystemExit`` too as in HumanEval's harness, unless ``exit_passes`` lets a
     program that prints its output end with ``exit()`` or ``sys.exit(0)``. A failure's reason names the
     exception's type before its message (the official harness writes the message alone). The sandbox's
-    courtesy screen is off (it refuses ``input()``, which these programs need); its jail still holds.
+    courtesy screen is off unless ``screen`` (it refuses ``input()``, which test-case programs need); its jail
+    holds either way.
     """
     limits = Limits(wall_s=time_limit_s, cpu_s=time_limit_s)
-    with Sandbox(limits=limits, screen_code=False, require_isolation=require_isolation) as sandbox:
+    with Sandbox(files, limits=limits, screen_code=screen, require_isolation=require_isolation) as sandbox:
         if stdin:
             sandbox.run_python(f"import io, sys\nsys.stdin = io.StringIO({stdin!r})")
         return _ended(sandbox.run_python(source), exit_passes=exit_passes)

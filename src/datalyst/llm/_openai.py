@@ -26,7 +26,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
-from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
+from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable, first_problem
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._spec import ModelKind, ModelSpec
@@ -71,7 +71,7 @@ class OpenAIModel:
         try:
             self.spec = spec or str(ModelSpec(kind=ModelKind.OPENAI, target=model, base_url=base_url))
         except ValidationError as exc:
-            reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            reason = first_problem(exc, located=False)
             raise ConfigError(f"cannot use model {model!r} at base URL {base_url!r}: {reason}") from exc
         self.model = model
         self.max_retries = max_retries

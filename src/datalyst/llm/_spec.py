@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from datalyst.errors import ConfigError
+from datalyst.errors import ConfigError, first_problem
 
 __all__ = ["DEFAULT_SPEC", "ModelKind", "ModelSpec", "OptionValue", "resolve_spec"]
 
@@ -105,8 +105,9 @@ class ModelSpec(BaseModel):
         try:
             return cls(kind=ModelKind(kind), target=target, base_url=base_url, options=_parse_query(text, query))
         except ValidationError as exc:
-            reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
-            raise ConfigError(f"model spec {text!r} is invalid: {reason}; write {FORMS}") from exc
+            raise ConfigError(
+                f"model spec {text!r} is invalid: {first_problem(exc, located=False)}; write {FORMS}"
+            ) from exc
 
     def __str__(self) -> str:
         text = f"{self.kind.value}:{self.target}"
@@ -121,7 +122,7 @@ class ModelSpec(BaseModel):
         try:
             return ModelSpec(kind=self.kind, target=self.target, base_url=self.base_url, options=self.options | options)
         except ValidationError as exc:
-            reason = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            reason = first_problem(exc, located=False)
             raise ConfigError(f"cannot add options {options!r} to model spec '{self}': {reason}") from exc
 
     def check_options(self, accepted: Mapping[str, type]) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from concurrent.futures import Executor
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from datalyst.agent import ActionKind, Agent, AgentState
-from datalyst.judge import Judge, majority_answer
+from datalyst.agent import ActionKind, Agent, AgentState, ajudge_trajectory
+from datalyst.judge import majority_answer
 from datalyst.llm import Completion, ContextOverflow
 from datalyst.search._puct import LOST, backup, ending_reward, select
 from datalyst.search._tree import Ending, Node, Tree
@@ -66,7 +66,7 @@ async def mcts(
     config: MCTSConfig = INFER,
     *,
     trial: int = 0,
-    judge: Judge | None = None,
+    judged: bool = False,
     value_model: ValueModel | None = None,
     tree: Tree | None = None,
     executor: Executor | None = None,
@@ -75,7 +75,8 @@ async def mcts(
     """Search ``task`` (its ``trial``-th time) and return the tree; ``tree`` (a saved, unfinished one) goes on
     where it stopped.
 
-    ``judge`` scores the answers found (collecting trees); without one, answers are valued like open states.
+    ``judged`` values the answers found by their outcome (collecting trees; the task must be ``checkable``);
+    otherwise answers are valued like open states.
     ``on_simulation`` is called after every simulation (to save the tree, to show progress)."""
     limits = {"max_turns": config.max_depth, "max_consecutive_errors": config.max_errors}
     agent = Agent(agent.model, agent.config.model_copy(update=limits), guidance=agent.guidance)
@@ -83,7 +84,7 @@ async def mcts(
     if tree is None:
         live[0] = await agent.start(task, trial=trial, executor=executor)
         tree = Tree.start(live[0].trajectory, settings=config.model_dump())
-    search = _Search(tree, agent, config, judge, value_model, executor, live)
+    search = _Search(tree, agent, config, judged, value_model, executor, live)
     began = time.monotonic() - tree.cost.seconds
     try:
         while not tree.finished:
@@ -121,13 +122,13 @@ class _Search:
         tree: Tree,
         agent: Agent,
         config: MCTSConfig,
-        judge: Judge | None,
+        judged: bool,
         value_model: ValueModel | None,
         executor: Executor | None,
         live: dict[int, AgentState],
     ) -> None:
         self.tree, self.agent, self.config, self.executor = tree, agent, config, executor
-        self.judge, self.value_model, self.live = judge, value_model, live
+        self.judged, self.value_model, self.live = judged, value_model, live
 
     async def expand(self, leaf: Node) -> None:
         state = self.live.pop(leaf.id, None) or await self.agent.restore(self.tree.trajectory(leaf),
@@ -182,8 +183,8 @@ class _Search:
         return node
 
     async def _value(self, node: Node) -> float:
-        if node.ending is Ending.ANSWER and self.judge is not None:
-            return ending_reward(Ending.ANSWER, await self.judge.ajudge(node.answer or ""))
+        if node.ending is Ending.ANSWER and self.judged:
+            return ending_reward(Ending.ANSWER, await ajudge_trajectory(self.tree.trajectory(node)))
         if node.ending not in (None, Ending.ANSWER):
             return LOST
         if self.value_model is None:

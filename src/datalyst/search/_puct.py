@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from datalyst.judge import Judgement
+from datalyst.agent import Outcome
 from datalyst.search._tree import Ending, Node, Tree
 
 LOST = -1.0
@@ -39,9 +39,9 @@ def backup(tree: Tree, node: Node, value: float) -> None:
         step.value_sum += value
 
 
-def ending_reward(ending: Ending, judgement: Judgement | None = None) -> float:
-    """What an ended branch is worth when its answer can be checked: an answer with some sub-answers right
-    earns their share (a single answer: its score), anything else -1."""
-    if ending is Ending.ANSWER and judgement is not None and judgement.credit > 0:
-        return judgement.credit
+def ending_reward(ending: Ending, outcome: Outcome | None = None) -> float:
+    """What an ended branch is worth when its answer can be checked (``outcome``): an answer with some sub-answers
+    right earns their share (a single answer: its score), anything else -1."""
+    if ending is Ending.ANSWER and outcome is not None and outcome.credit > 0:
+        return outcome.credit
     return LOST

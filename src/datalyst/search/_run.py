@@ -15,7 +15,7 @@ from pathlib import Path
 
 from datalyst.agent import Agent, Trajectory, trajectory_id
 from datalyst.errors import ConfigError
-from datalyst.judge import answers_agree, judge_for
+from datalyst.judge import answers_agree
 from datalyst.progress import progress_bar
 from datalyst.search._mcts import MCTSConfig, decide, mcts
 from datalyst.search._tree import Tree
@@ -62,8 +62,7 @@ async def search_tasks(
                     tree.save(path)
                     bar.update(overall, now=f"{label}: {tree.simulations}/{config.simulations}")
 
-                judge = judge_for(task) if judged else None
-                tree = await mcts(agent, task, config, trial=trial, judge=judge, value_model=value_model,
+                tree = await mcts(agent, task, config, trial=trial, judged=judged, value_model=value_model,
                                   tree=saved.get(path), executor=executor, on_simulation=saved_now)  # fmt: skip
                 trees[path] = tree
                 bar.update(overall, advance=1)

@@ -33,40 +33,40 @@ VISIBLE_DIGITS = 3
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verification:
     answer: dict[str, str] | None
     """The answer the solution printed, by name, when every check passed."""
     reason: str | None = None
     detail: str = ""
 
 
-def verify(draft: Draft, solution: str, sandbox: Sandbox, prompt: str) -> Verdict:
+def verify(draft: Draft, solution: str, sandbox: Sandbox, prompt: str) -> Verification:
     """Run ``solution`` (loading plus ``draft.code``) twice in ``sandbox`` and check what it printed."""
     if len(draft.answers) > MAX_ANSWERS:
-        return Verdict(None, "too_many_answers", f"{len(draft.answers)} values, at most {MAX_ANSWERS}")
+        return Verification(None, "too_many_answers", f"{len(draft.answers)} values, at most {MAX_ANSWERS}")
     outputs = []
     for _ in range(2):
         result = sandbox.run_python(solution)
         if not result.ok:
-            return Verdict(None, "solution_failed", result.render()[-300:])
+            return Verification(None, "solution_failed", result.render()[-300:])
         outputs.append(result.stdout)
     if outputs[0] != outputs[1]:
-        return Verdict(None, "not_deterministic", "two runs printed different answers")
+        return Verification(None, "not_deterministic", "two runs printed different answers")
     printed = extract_answers(outputs[0])
     answer = {}
     for expected in draft.answers:
         value = printed.get(expected.name)
         if value is None:
-            return Verdict(None, "answer_missing", f"no @{expected.name}[...] printed")
+            return Verification(None, "answer_missing", f"no @{expected.name}[...] printed")
         if not expected.well_formed(value):
-            return Verdict(None, "badly_written", f"@{expected.name}[{value}] is not {expected.format_line}")
+            return Verification(None, "badly_written", f"@{expected.name}[{value}] is not {expected.format_line}")
         numeric = expected.decimals is not None or expected.integer
         if numeric and float(value) == 0:
-            return Verdict(None, "zero_answer", f"@{expected.name}[{value}]: nothing found, or nothing left")
+            return Verification(None, "zero_answer", f"@{expected.name}[{value}]: nothing found, or nothing left")
         if expected.decimals is not None and _visible(float(value), expected.decimals, prompt):
-            return Verdict(None, "answer_in_prompt", f"{value} can be read in the file's description")
+            return Verification(None, "answer_in_prompt", f"{value} can be read in the file's description")
         answer[expected.name] = value
-    return Verdict(answer)
+    return Verification(answer)
 
 
 def _visible(value: float, decimals: int, prompt: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from datalyst.errors import DataFileError
+from datalyst.errors import DataFileError, first_problem
 from datalyst.files import write_atomic
 from datalyst.jsonl import read_records
 from datalyst.tasks._task import Task
@@ -22,9 +22,7 @@ def read_tasks(path: str | Path) -> list[Task]:
         try:
             task = Task.model_validate(record)
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise DataFileError(f"{path} record {number}: {where}: {problem['msg']}") from exc
+            raise DataFileError(f"{path} record {number}: {first_problem(exc)}") from exc
         task.files = [str(f if Path(f).is_absolute() else path.parent / f) for f in task.files]
         tasks.append(task)
     ids = [task.id for task in tasks]

@@ -107,6 +107,11 @@ class Task(BaseModel):
         suffix = PurePath(self.files[0]).suffix if self.files else ""
         return suffix.lstrip(".").lower() or "none"
 
+    def checkable(self, *, by_model: bool = False) -> bool:
+        """An answer to it can be judged: it has a gold answer or query, and its judge is no model unless
+        ``by_model`` (a judge model is at hand). Rewards, returns and the ground-truth filter need this."""
+        return (self.answer is not None or bool(self.answer_sql)) and (by_model or self.judge != "llm")
+
     def earlier_tasks(self) -> list[Task]:
         """The earlier questions as tasks of their own: the same files, no gold answer."""
         return [

@@ -8,6 +8,7 @@ from datalyst.train._policy import LoraOptions, load_policy
 from datalyst.train._rl import RLConfig, RLResult, train_rl
 from datalyst.train._sft import SFTConfig, SFTResult, train_sft
 from datalyst.train._value import (
+    Judged,
     ScorerResult,
     ValueCheck,
     ValueConfig,
@@ -21,12 +22,14 @@ from datalyst.train._value import (
     read_value_examples,
     state_messages,
     train_value,
+    with_outcomes,
     write_value_examples,
 )
 
 __all__ = [
     "Example",
     "HRMConfig",
+    "Judged",
     "LoraOptions",
     "RLConfig",
     "RLResult",
@@ -55,5 +58,6 @@ __all__ = [
     "train_rl",
     "train_sft",
     "train_value",
+    "with_outcomes",
     "write_value_examples",
 ]

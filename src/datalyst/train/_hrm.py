@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from datalyst.agent import ActionKind, Trajectory, Turn
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatTokenizer
-from datalyst.train._value import ScorerConfig, ScorerResult, judge_outcomes, read_sources, state_messages
+from datalyst.train._value import Judged, ScorerConfig, ScorerResult, read_sources, state_messages
 
 if TYPE_CHECKING:
     from datalyst.train._scorer import LoadedScorer
@@ -41,8 +41,11 @@ class HRMConfig(ScorerConfig):
     trajectories: list[str]
     """Trajectories files (``samples.jsonl``) or curation run folders."""
     step_weight: float = 1.0
+    """Weight of the step-level items in the loss."""
     trajectory_weight: float = 1.0
+    """Weight of the trajectory-level items."""
     preference_weight: float = 1.0
+    """Weight of the preference pairs."""
 
 
 class HRMExample(BaseModel):
@@ -75,14 +78,16 @@ def trajectory_label(trajectory: Trajectory, correct: bool | None) -> float:
     return -1.0 if ends_in_error(trajectory) or correct is False else 1.0
 
 
-def hrm_examples(trajectories: Sequence[Trajectory]) -> list[HRMExample]:
-    """The step, trajectory and preference examples of ``trajectories`` (runs failed on our side left out)."""
+def hrm_examples(judged: Sequence[Judged]) -> list[HRMExample]:
+    """The step, trajectory and preference examples of the ``judged`` trajectories (runs failed on our side left
+    out)."""
     steps: dict[tuple[ChatMessage, ...], HRMExample] = {}
     whole: list[HRMExample] = []
     by_task: dict[str, list[HRMExample]] = {}
-    for trajectory, correct in zip(trajectories, judge_outcomes(trajectories), strict=True):
+    for trajectory, outcome in judged:
         if trajectory.failed:
             continue
+        correct = outcome.correct if outcome is not None else None
         for k, turn in enumerate(trajectory.turns, start=1):
             if (label := step_label(turn)) is not None:
                 state = state_messages(trajectory, k)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm import ModelKind, base_weights, load_model, resolve_spec
@@ -24,10 +24,16 @@ INSTALL_FIX = "pip install 'datalyst[hf,train]'"
 class LoraOptions(BaseModel):
     """LoRA's rank, scale, dropout and target modules (peft names; ``all-linear`` is every linear but the head)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     r: int = 16
+    """LoRA rank (for SFT, 0 fine-tunes every weight instead)."""
     alpha: int = 32
+    """LoRA scale numerator (the update is scaled by alpha / r)."""
     dropout: float = 0.05
+    """Dropout on LoRA's input."""
     target_modules: str | list[str] = "all-linear"
+    """The modules LoRA adapts (peft names; all-linear is every linear layer but the head)."""
 
 
 def hf_spec(spec: str) -> str:

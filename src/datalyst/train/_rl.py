@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from datalyst.agent import Agent, AgentConfig, Trajectory, get_dialect, training_example
 from datalyst.curate import RunFolder, read_curated
@@ -39,7 +39,7 @@ from datalyst.train._log import StepLog, append_log, plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
 from datalyst.train._policy import LoraOptions, load_policy, save_weights, trainable_parameters
 from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_reward, tag_reward
-from datalyst.train._rollouts import Collected, Scored, checkable, collect, informative
+from datalyst.train._rollouts import Collected, Scored, collect, informative
 from datalyst.train._runtime import Runtime, release_memory, start_runtime
 from datalyst.train._schedules import sft_weight, structure_weight
 
@@ -60,44 +60,61 @@ unless it is the policy itself)."""
 class RLConfig(BaseModel):
     """Everything that decides an RL run (saved as ``config.json``; a resumed run must match it)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     tasks: list[str]
+    """Task files (JSONL); tasks with a verified answer are used."""
     model: str = "embedded:small"
+    """Base model spec (embedded:, gguf: or hf:)."""
     adapter: str | None = None
     """A trained adapter to start from (an SFT run's adapter folder or a GGUF adapter file); else fresh LoRA layers."""
     expert: str | None = None
-    """A curation run whose kept trajectories are the expert trajectories of the SFT term (``dapo+sft``)."""
+    """A curation run whose kept trajectories feed the SFT term (``dapo+sft``)."""
     exclude: list[str] = []
-    """Files of trajectory or task ids (one per line) whose tasks are held out, e.g. an SFT run's ``examples.txt``."""
+    """Files of trajectory or task ids (one per line) whose tasks are held out, e.g. an SFT run's ``examples.txt``;
+    repeat."""
     algo: Algorithm = "dapo+sft"
+    """grpo, dapo or dapo+sft (DataMind's mix)."""
     dialect: str = "jupiter"
     steps: int = 8
     prompts: int = 4
-    """Groups per step (DataMind: 16)."""
+    """Task groups per step (DataMind: 16)."""
     group_size: int = 4
+    """Runs per task (G)."""
     oversample: int = 2
-    """With DAPO, at most ``prompts * oversample`` tasks are rolled out to find ``prompts`` informative groups."""
+    """With DAPO, at most ``prompts * oversample`` tasks are rolled out to fill a step with ``prompts``
+    informative groups."""
     mini_batches: int = 2
+    """Optimizer steps per RL step."""
     lr: float = 1e-5
-    """DataMind uses 1e-6 for all weights of 7B-14B models; LoRA on a small model moves slower per step."""
+    """Learning rate (constant). DataMind uses 1e-6 for all weights of 7B-14B models; LoRA on a small model moves
+    slower per step."""
     epsilon: float = 0.2
+    """The ratio's lower clip bound (1 - epsilon)."""
     epsilon_high: float = 0.28
+    """The ratio's upper clip bound (1 + epsilon_high; DAPO's clip-higher)."""
     temperature: float = 0.7
     top_p: float = 1.0
     max_turns: int = 6
     max_tokens: int = 768
+    """Tokens per model turn."""
     l_min: int = L_MIN
+    """Eq. 8's length bounds, in agent tokens: a right run earns 1 up to l_min, down to 0.5 at l_max."""
     l_max: int = L_MAX
     hrm: str | None = None
     """A trained hierarchical reward model (``datalyst train hrm``) whose trajectory score joins the answer reward."""
     hrm_weight: float = 0.5
+    """Weight of the reward model's score."""
     structure: bool = False
     """Add Datarus's tag reward (datarus dialect), weighted from 1 down to 0.1 over the run."""
     engine: Literal["auto", "llamacpp", "transformers"] = "auto"
     """What samples the runs: llama.cpp on the base GGUF with the policy's adapter converted each step (``auto``
     for ``embedded:``/``gguf:`` bases; several times faster on a CPU), or the trained transformers model itself."""
     concurrency: int = 4
+    """Runs at once."""
     seed: int = 0
     precision: Literal["auto", "bf16", "fp32"] = "auto"
+    """auto (bf16 where the hardware has it), bf16 or fp32."""
     max_grad_norm: float = 1.0
 
 
@@ -177,10 +194,10 @@ async def _roll_out(model: ChatModel, policy: Any, tasks: list[Task], config: RL
 
 
 def write_rollouts(path: Path, collected: Collected, rewards: Sequence[Sequence[float]]) -> None:
-    """Every run of the step (dropped groups' too), one JSON record a line: its group, its reward, then the
-    scored run itself."""
+    """Every run of the step (dropped groups' too), one JSON record a line: its group, its reward, its length in
+    agent tokens, then the run and its outcome."""
     rows = [
-        json.dumps({"group": index, "reward": value} | run.model_dump(mode="json"))
+        json.dumps({"group": index, "reward": value, "length": run.length} | run.model_dump(mode="json"))
         for index, (group, values) in enumerate(zip(collected.groups, rewards, strict=True))
         for run, value in zip(group, values, strict=True)
     ]
@@ -316,7 +333,7 @@ def rl_tasks(config: RLConfig) -> list[Task]:
     """The tasks of ``config.tasks`` whose answers a judge checks and that ``config.exclude`` does not hold out."""
     held_out = {line.split("#")[0] for path in config.exclude for line in Path(path).read_text().split()}
     tasks = [task for path in config.tasks for task in read_tasks(path)]
-    usable = [task for task in tasks if checkable(task) and task.id not in held_out]
+    usable = [task for task in tasks if task.checkable() and task.id not in held_out]
     if not usable:
         raise ConfigError(f"none of the {len(tasks)} tasks has a verified answer outside the excluded ones")
     return usable

@@ -1,9 +1,9 @@
 """Rollout groups for RL: the agent solves each task G times with the current policy, and each run is scored.
 
-A :class:`Scored` run keeps what the rewards read (right or not, well formed or not, how many tokens the
-agent wrote) apart from the reward itself, which ``_rewards`` computes. ``collect`` keeps drawing tasks until
-the step has the groups it needs: DAPO's dynamic sampling drops groups whose runs are all right or all
-wrong, so it rolls out more tasks (up to ``max_tasks``) to keep the batch full.
+A :class:`Scored` run keeps what the rewards read (its :class:`~datalyst.agent.Outcome`: right or not, well
+formed or not; and how many tokens the agent wrote) apart from the reward itself, which ``_rewards`` computes.
+``collect`` keeps drawing tasks until the step has the groups it needs: DAPO's dynamic sampling drops groups
+whose runs are all right or all wrong, so it rolls out more tasks (up to ``max_tasks``) to keep the batch full.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from datalyst.agent import Agent, Trajectory, rollout_groups
-from datalyst.curate import KEEP, FormatCheck
-from datalyst.judge import judge_for
+from datalyst.agent import Agent, Outcome, Trajectory, ajudge_trajectory, rollout_groups
 from datalyst.tasks import Task
 
 
@@ -22,11 +20,21 @@ class Scored(BaseModel):
     """One run and what its reward depends on."""
 
     trajectory: Trajectory
-    correct: bool
-    well_formed: bool
-    """DataMind's ``r_format``: an answer in the task's format, every turn parsed, no void turn."""
-    length: int
-    """Tokens the agent wrote over all its turns (environment output excluded)."""
+    outcome: Outcome
+
+    @property
+    def correct(self) -> bool:
+        return self.outcome.correct
+
+    @property
+    def well_formed(self) -> bool:
+        """DataMind's ``r_format``: an answer in the task's format, every turn parsed, no void turn."""
+        return self.outcome.well_formed
+
+    @property
+    def length(self) -> int:
+        """Tokens the agent wrote over all its turns (environment output excluded)."""
+        return self.trajectory.agent_tokens
 
     @property
     def void(self) -> bool:
@@ -44,19 +52,8 @@ class Collected(BaseModel):
 
 
 async def score(trajectory: Trajectory) -> Scored:
-    """Judge ``trajectory``'s answer with its task's judge and check its form."""
-    judgement = await judge_for(trajectory.task).ajudge(trajectory.answer or "")
-    return Scored(
-        trajectory=trajectory,
-        correct=trajectory.answer is not None and judgement.correct,
-        well_formed=FormatCheck().check(trajectory) == KEEP,
-        length=trajectory.agent_tokens,
-    )
-
-
-def checkable(task: Task) -> bool:
-    """``task`` has a gold answer that its judge checks without a model (what a reward or a return needs)."""
-    return (task.answer is not None or bool(task.answer_sql)) and task.judge != "llm"
+    """``trajectory`` with its outcome."""
+    return Scored(trajectory=trajectory, outcome=await ajudge_trajectory(trajectory))
 
 
 def informative(group: Sequence[Scored]) -> bool:

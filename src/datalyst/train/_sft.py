@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from datalyst.files import write_atomic
 from datalyst.train._checkpoints import finish_run, start_run
@@ -40,36 +40,52 @@ Precision = Literal["auto", "bf16", "fp32"]
 class SFTConfig(BaseModel):
     """Everything that decides an SFT run (saved as ``config.json``; a resumed run must match it)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     data: list[str]
-    """Example files or export folders, read as one set (a mix of several runs' exports)."""
+    """examples.jsonl files, or folders of `curate export --format examples`: read as one set."""
     model: str = "embedded:small"
+    """Model spec to train (embedded:, gguf: or hf:)."""
     lora: LoraOptions | None = LoraOptions()
     """None trains every weight (full fine-tuning)."""
     lr: float = 2e-4
-    """DataMind fine-tunes all weights of 7B-14B models at 1e-5; LoRA on a small model needs a larger rate."""
+    """Peak learning rate (after warm-up; cosine decay to 0). DataMind fine-tunes all weights of 7B-14B models at
+    1e-5; LoRA on a small model needs a larger rate."""
     warmup_ratio: float = 0.1
+    """Share of the steps spent warming up."""
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this norm."""
     epochs: int = 1
     batch_size: int = 16
+    """Examples per optimizer step (over all processes)."""
     max_length: int = 4096
+    """Longer examples are left out, not cut."""
     max_batch_tokens: int = 0
     """Padded tokens per forward pass; 0 puts each example in a pass of its own. On a CPU that is faster and
     lighter: a padded batch of two 2,235-token examples of the small model took 80 s and 13.9 GB for its
     forward and backward passes, each alone 30 s and 7.8 GB. Larger budgets pay off on GPUs."""
     limit: int | None = None
-    caps: dict[str, int] = {}
-    """At most so many examples of a data path (a seeded sample): a source's share in a mix."""
+    """Train on this many examples, drawn by seed."""
+    caps: dict[str, int] = Field(default={}, json_schema_extra={"flag": "--cap"})
+    """PATH=N: at most N examples of that data path, drawn by seed (a source's share in a mix); repeat."""
     seed: int = 0
     precision: Precision = "auto"
+    """auto (bf16 where the hardware has it), bf16 or fp32."""
     recompute: bool = False
-    """Gradient checkpointing: about a third more compute for a fraction of the activations' memory. medium
-    (1.5B) on a 3,072-token example needs it within 24 GB: without it the process grew past 21 GB and was killed."""
+    """Gradient checkpointing: about a third more compute for a fraction of the activations' memory. The medium
+    model (1.5B) on a 3,072-token example needs it within 24 GB: without it the process grew past 21 GB and was
+    killed."""
 
     @field_validator("data", mode="before")
     @classmethod
     def _one_path_is_a_list(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value  # configs saved before mixes took one path
+
+    @field_validator("lora", mode="before")
+    @classmethod
+    def _rank_zero_trains_every_weight(cls, value: object) -> object:
+        return None if isinstance(value, dict) and value.get("r") == 0 else value
 
 
 class SFTResult(BaseModel):

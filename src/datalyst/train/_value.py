@@ -2,9 +2,10 @@
 
 A state is the conversation after the agent's ``k``-th turn and its observation (the sampling guidance left
 out). Its target is a Q-value: what search (issue 15) will back up, and until then the Monte Carlo return of
-sampled trajectories (:func:`monte_carlo_values`): the mean outcome (+1 right, -1 wrong or no answer, judged by
-the task's own judge) of the trajectories of the same task that share that exact state. Usually one trajectory
-does, and the state takes its outcome; states shared by several (the same first cells) take their mean.
+sampled trajectories (:func:`monte_carlo_values`): the mean outcome (+1 right, -1 wrong or no answer, from the
+trajectory's :class:`~datalyst.agent.Outcome`) of the trajectories of the same task that share that exact state.
+Usually one trajectory does, and the state takes its outcome; states shared by several (the same first cells)
+take their mean.
 Trajectories whose task has no answer a program can check, and runs that failed on our side, are left out.
 
 Value data is JSONL of :class:`ValueExample`. ``train_value`` fits the scorer of ``_scorer`` (LoRA backbone,
@@ -15,21 +16,19 @@ for search. Torch is imported only when a model is trained or loaded.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from datalyst.agent import Trajectory, read_trajectories, to_messages
-from datalyst.curate import RunFolder
+from datalyst.agent import Outcome, Trajectory, ajudge_trajectory, read_trajectories, to_messages
+from datalyst.curate import RunFolder, read_group_verdicts
 from datalyst.errors import DataFileError
 from datalyst.files import write_atomic
 from datalyst.jsonl import read_appended
-from datalyst.judge import Judge, judge_for
 from datalyst.llm import ChatMessage, ChatTokenizer
 from datalyst.train._policy import LoraOptions
-from datalyst.train._rollouts import checkable
 from datalyst.train._sft import Precision
 
 if TYPE_CHECKING:
@@ -61,12 +60,17 @@ class ValueData(BaseModel):
 class ScorerConfig(BaseModel):
     """What the value model and the HRM train alike (saved as ``config.json``; a resumed run must match it)."""
 
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     model: str = "embedded:small"
+    """Backbone model spec (embedded:, gguf: or hf:)."""
     lora: LoraOptions = LoraOptions()
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    """Of the head's input (the pooled hidden state)."""
+    """Dropout before the head's linear layer (on the pooled hidden state)."""
     lr: float = 1e-4
+    """Peak learning rate (after warm-up; cosine decay to 0)."""
     warmup_ratio: float = 0.1
+    """Share of the steps spent warming up."""
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     epochs: int = 1
@@ -75,13 +79,15 @@ class ScorerConfig(BaseModel):
     max_length: int = 4096
     """Items with a longer conversation are left out (counted), not cut."""
     limit: int | None = None
+    """Train on this many items, drawn by seed."""
     seed: int = 0
     precision: Precision = "auto"
+    """auto (bf16 where the hardware has it), bf16 or fp32."""
 
 
 class ValueConfig(ScorerConfig):
     data: str
-    """Value data: a JSONL file of value examples, or a folder holding ``values.jsonl``."""
+    """Value data: a JSONL file of `train value-data`, or its folder."""
 
 
 class ScorerResult(BaseModel):
@@ -103,49 +109,53 @@ def state_messages(trajectory: Trajectory, turns: int) -> list[ChatMessage]:
     return [ChatMessage(role=message.role, content=message.content) for message in to_messages(cut, guidance=False)]
 
 
-def read_sources(paths: Sequence[str | Path]) -> list[Trajectory]:
-    """The trajectories of each path: a trajectories file (``samples.jsonl``) or a curation run folder.
+Judged = tuple[Trajectory, Outcome | None]
+"""A trajectory and its outcome; None for a run that failed on our side or whose task is not ``checkable``."""
+
+
+def read_sources(paths: Sequence[str | Path]) -> list[Judged]:
+    """The trajectories of each path (a trajectories file, ``samples.jsonl``, or a curation run folder) with their
+    outcomes: those a run folder's judge wrote (``curate judge``), the others judged here.
 
     Each source is read on its own, so runs whose trajectory ids coincide all count."""
-    trajectories: list[Trajectory] = []
+    judged: list[Judged] = []
     for path in map(Path, paths):
-        file = RunFolder(path).samples if path.is_dir() else path
+        run = RunFolder(path)
+        file = run.samples if path.is_dir() else path
         if not file.is_file():
             raise DataFileError(f"{file} does not exist; give a trajectories file or a curation run folder")
-        trajectories += read_trajectories(file)
-    return trajectories
+        written = {}
+        if path.is_dir() and run.verdicts.is_file():
+            written = {o.trajectory_id: o for verdict in read_group_verdicts(run) for o in verdict.outcomes}
+        judged += with_outcomes(read_trajectories(file), written)
+    return judged
 
 
-def judge_outcomes(trajectories: Sequence[Trajectory]) -> list[bool | None]:
-    """For each trajectory, whether its answer is right (no answer: wrong); None for a run that failed on our
-    side or whose task is not :func:`checkable`."""
+def with_outcomes(trajectories: Sequence[Trajectory], written: Mapping[str, Outcome] | None = None) -> list[Judged]:
+    """Each trajectory with its outcome: the one ``written`` holds for its id, or judged here."""
+    written = written or {}
 
-    async def judge_all() -> list[bool | None]:
-        judges: dict[str, Judge] = {}
-        outcomes: list[bool | None] = []
+    async def judge_all() -> list[Judged]:
+        judged: list[Judged] = []
         for trajectory in trajectories:
-            task = trajectory.task
-            if trajectory.failed or not checkable(task):
-                outcomes.append(None)
-            elif trajectory.answer is None:
-                outcomes.append(False)
+            if trajectory.failed or not trajectory.task.checkable():
+                judged.append((trajectory, None))
             else:
-                judge = judges.setdefault(task.id, judge_for(task))
-                outcomes.append((await judge.ajudge(trajectory.answer)).correct)
-        return outcomes
+                judged.append((trajectory, written.get(trajectory.id) or await ajudge_trajectory(trajectory)))
+        return judged
 
     return asyncio.run(judge_all())
 
 
-def monte_carlo_values(trajectories: Sequence[Trajectory]) -> ValueData:
+def monte_carlo_values(judged: Sequence[Judged]) -> ValueData:
     """Every state of the checkable trajectories valued by the mean return of the trajectories of its task that
     pass through it (see the module docstring); a state shared by several is written once, with the id
     ``<trajectory id>@<k>`` of the first that reaches it."""
     returns: dict[tuple[str, tuple[ChatMessage, ...]], list[float]] = {}
     ids: dict[tuple[str, tuple[ChatMessage, ...]], str] = {}
     data = ValueData(examples=[], trajectories=0)
-    for trajectory, correct in zip(trajectories, judge_outcomes(trajectories), strict=True):
-        if correct is None:
+    for trajectory, outcome in judged:
+        if outcome is None:
             if trajectory.failed:
                 data.failed += 1
             else:
@@ -154,7 +164,7 @@ def monte_carlo_values(trajectories: Sequence[Trajectory]) -> ValueData:
         data.trajectories += 1
         for k in range(1, len(trajectory.turns) + 1):
             key = (trajectory.task.id, tuple(state_messages(trajectory, k)))
-            returns.setdefault(key, []).append(1.0 if correct else -1.0)
+            returns.setdefault(key, []).append(1.0 if outcome.correct else -1.0)
             ids.setdefault(key, f"{trajectory.id}@{k}")
     data.examples = [
         ValueExample(id=ids[key], messages=list(key[1]), value=sum(values) / len(values))

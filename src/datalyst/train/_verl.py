@@ -9,7 +9,7 @@ here runs, and is tested, where verl does not install.
   sequence, so the ids verl trains on are the ids the model saw, token for token.
 - :func:`rollout_row`: one row of ``datalyst curate export --format verl`` solved by the step-wise agent in
   the row's dialect, its code run in the sandbox.
-- :func:`compute_score`: verl's reward function: the task's judge, then DataMind's Eq. 8.
+- :func:`compute_score`: verl's reward function: DataMind's Eq. 8 on the outcome the rollout judged.
 """
 
 from __future__ import annotations
@@ -23,17 +23,15 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from datalyst.agent import Agent, AgentConfig, Termination, Trajectory
-from datalyst.curate import KEEP, FormatCheck
-from datalyst.errors import ConfigError, ModelResponseError
-from datalyst.judge import judge_for
+from datalyst.agent import Agent, AgentConfig, Outcome, Termination, Trajectory, ajudge_trajectory
+from datalyst.errors import ConfigError, ModelResponseError, first_problem
 from datalyst.llm import ChatMessage, Completion, ContextOverflow, HFTokenizer, Role, SamplingParams, TokenLogprob
 from datalyst.tasks import Task
 from datalyst.train._rewards import L_MAX, L_MIN, datamind_reward
 
 _M = TypeVar("_M", bound=BaseModel)
 
-RUN_FIELDS = ("final_answer", "well_formed", "agent_tokens")
+RUN_FIELDS = ("outcome", "agent_tokens")
 """What :func:`rollout_row` adds to a run's extra fields for :func:`compute_score` (verl merges them into
 ``extra_info``); named apart from every ``Task`` field, since the row's task is read from the same mapping."""
 
@@ -274,6 +272,7 @@ async def rollout_row(
         await agent.close(state)
     model.finish(state.messages)
     trajectory = state.trajectory
+    outcome = await ajudge_trajectory(trajectory)
     response_ids, mask, logprobs = model.response()
     if mask_void_runs and trajectory.n_void_turns:
         mask = [0] * len(mask)
@@ -287,7 +286,7 @@ async def rollout_row(
         extra_fields=model.server_fields
         | {
             "final_answer": trajectory.answer,
-            "well_formed": FormatCheck().check(trajectory) == KEEP,
+            "outcome": outcome.model_dump_json(),
             "agent_tokens": trajectory.agent_tokens,
             "void_turns": trajectory.n_void_turns,
             "termination": trajectory.termination.value,
@@ -321,8 +320,8 @@ async def compute_score(
     l_max: int = L_MAX,
     **_: Any,
 ) -> dict[str, float]:
-    """verl's reward for a run of the ``datalyst_agent`` loop: the task's judge on the run's final answer, then
-    DataMind's Eq. 8 with the tokens the agent wrote as its length.
+    """verl's reward for a run of the ``datalyst_agent`` loop: DataMind's Eq. 8 on the outcome its rollout judged
+    (:func:`rollout_row`), with the tokens the agent wrote as its length.
 
     ``extra_info`` is the row's, with the run's fields merged in by verl; the decoded response
     (``solution_str``) is not read, the answer having been parsed as the agent read it. ``l_min`` and ``l_max``
@@ -335,20 +334,17 @@ async def compute_score(
             f"compute_score rewards runs of the datalyst_agent loop, whose extra fields {', '.join(RUN_FIELDS)} "
             f"are missing from extra_info (data source {data_source}); set the rows' agent_name to datalyst_agent"
         )
-    answer = info["final_answer"]
-    correct = answer is not None and (await judge_for(task_from_row(info, ground_truth)).ajudge(answer)).correct
-    score = datamind_reward(correct=correct, well_formed=bool(info["well_formed"]), length=int(info["agent_tokens"]),
-                            l_min=l_min, l_max=l_max)  # fmt: skip
-    return {"score": score, "acc": float(correct)}
+    outcome = Outcome.model_validate_json(info["outcome"])
+    score = datamind_reward(correct=outcome.correct, well_formed=outcome.well_formed,
+                            length=int(info["agent_tokens"]), l_min=l_min, l_max=l_max)  # fmt: skip
+    return {"score": score, "acc": float(outcome.correct)}
 
 
 def _validated(model: type[_M], data: Mapping[str, Any], what: str) -> _M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"])
-        raise ConfigError(f"{what}: {where}: {problem['msg']}") from None
+        raise ConfigError(f"{what}: {first_problem(exc)}") from None
 
 
 def _gold(ground_truth: Any) -> Any:

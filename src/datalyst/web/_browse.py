@@ -15,7 +15,7 @@ from typing import Any
 
 from datalyst.agent import Trajectory, read_trajectories, to_html
 from datalyst.curate import RunFolder
-from datalyst.eval import EvalReport, compare_runs, read_config, read_verdicts, run_trajectories
+from datalyst.eval import EvalReport, compare_runs, read_config, read_outcomes, run_trajectories
 from datalyst.jsonl import split_lines
 from datalyst.tasks import Task, read_tasks
 from datalyst.web._security import Refused, inside
@@ -47,7 +47,7 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     """Every evaluation run under ``root`` that has a report, newest first, with its headline figures."""
     runs = []
     for folder, files in _walk(root):
-        if "report.json" in files and "verdicts.jsonl" in files:
+        if "report.json" in files and "outcomes.jsonl" in files:
             report = _report(folder / "report.json", _stamp(folder / "report.json"))
             config = report.config
             runs.append({
@@ -61,7 +61,7 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
 
 def run_folder(root: Path, run_id: str) -> Path:
     folder = inside(root, run_id)
-    if not (folder / "report.json").is_file() or not (folder / "verdicts.jsonl").is_file():
+    if not (folder / "report.json").is_file() or not (folder / "outcomes.jsonl").is_file():
         raise Refused(f"{run_id!r} is not an evaluation run with a report")
     return folder
 
@@ -75,7 +75,7 @@ def run_rows(root: Path, run_id: str, filters: dict[str, str]) -> dict[str, Any]
     """The run's trajectories as rows (question, verdict, answer, gold answer), filtered by ``verdict``
     (right, wrong, unanswered), ``category``, ``level`` and ``dialect``."""
     folder = run_folder(root, run_id)
-    rows = _run_rows(folder, _stamp(folder / "verdicts.jsonl", folder / "report.json"))
+    rows = _run_rows(folder, _stamp(folder / "outcomes.jsonl", folder / "report.json"))
     return _filtered(rows, filters, ("verdict", "category", "level", "dialect"))
 
 
@@ -86,7 +86,7 @@ def _run_rows(folder: Path, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
     tasks = {task.id: task for task in read_tasks(folder / "tasks.jsonl")}
     answers = {(t.dialect, t.id): t.answer for t in _run_trajectories(folder)}
     rows = []
-    for verdict in read_verdicts(folder):
+    for verdict in read_outcomes(folder):
         task = tasks.get(verdict.task_id)
         outcome = "right" if verdict.correct else "wrong" if verdict.answered else "unanswered"
         rows.append({
