@@ -351,9 +351,8 @@ def filter_command(
     """Select judged trajectories, apply the rule filters, drop duplicates and score what is left."""
     folder = RunFolder(run)
     folder.config()
-    options = validated(
-        FilterOptions, dict( strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
-        max_overthinking=max_overthinking, keep=keep, mix=_mix(mix),))  # fmt: skip
+    options = validated(FilterOptions, dict(strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
+                                            max_overthinking=max_overthinking, keep=keep, mix=_mix(mix)))  # fmt: skip
     checks = rule_checks(_token_counter(tokenizer))
     if decontaminate:
         decontaminator = Decontaminator.from_benchmarks(benchmarks_dir())

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.cli._options import validated
+from datalyst.cli._options import config_command, validated
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import ChatModel, load_model, resolve_spec
@@ -51,22 +51,11 @@ synth_app = typer.Typer(help="Synthesize tasks from data files.", no_args_is_hel
 app.add_typer(synth_app, name="synth")
 
 
-@synth_app.command("files")
+@config_command(synth_app, "files", FileOptions)
 def files_command(
+    options: FileOptions,
     roots: Annotated[list[Path], typer.Argument(help="Folders (or files) to scan.", show_default=False)],
     out: Annotated[Path, typer.Option(help="Records of the kept tables (JSONL); running again resumes.")],
-    min_rows: Annotated[int, typer.Option(help="Fewest rows a table may have.")] = 20,
-    max_rows: Annotated[int, typer.Option(help="Most rows a table may have.")] = 1000,
-    min_columns: Annotated[int, typer.Option(help="Fewest columns.")] = 2,
-    max_columns: Annotated[int, typer.Option(help="Most columns.")] = 50,
-    max_missing_share: Annotated[float, typer.Option(help="Largest share of empty cells.")] = 0.5,
-    convert_share: Annotated[
-        float, typer.Option(help="Share of CSV/TSV tables converted, half to XLSX and half to SQLite.")
-    ] = 0.3,
-    max_per_schema: Annotated[
-        int, typer.Option(help="Most tables kept with the same column names (snapshots of one dataset).")
-    ] = 3,
-    seed: Annotated[int, typer.Option(help="Seed of which tables are converted.")] = 0,
     converted_dir: Annotated[
         Path | None, typer.Option(help="Where converted files go. [default: OUT.converted]")
     ] = None,
@@ -80,19 +69,6 @@ def files_command(
     no_decontaminate: Annotated[bool, typer.Option("--no-decontaminate", help="Keep benchmark tables.")] = False,
 ) -> None:
     """Collect usable tables from ROOTS: load every data file, filter, de-duplicate and drop benchmark tables."""
-    options = validated(
-        FileOptions,
-        dict(
-            min_rows=min_rows,
-            max_rows=max_rows,
-            min_columns=min_columns,
-            max_columns=max_columns,
-            max_missing_share=max_missing_share,
-            convert_share=convert_share,
-            max_per_schema=max_per_schema,
-            seed=seed,
-        ),
-    )
     console = Console(stderr=True, highlight=False)
     tasks = [] if no_decontaminate else _benchmark_tasks(against, console)
     benchmarks = benchmark_fingerprints(tasks)
@@ -106,32 +82,25 @@ def files_command(
     console.print(f"[dim]records in {out}, rejections in {out}.rejected.jsonl[/]")
 
 
-@synth_app.command("templates")
+@config_command(synth_app, "templates", TemplateOptions)
 def templates_command(
+    options: TemplateOptions,
     files: Annotated[Path, typer.Argument(help="The output of `synth files`.", show_default=False)],
     out: Annotated[Path, typer.Option(help="Tasks (JSONL); running again resumes.")],
-    seed: Annotated[int, typer.Option(help="Seed of the templates' choices.")] = 0,
-    drafts_per_template: Annotated[int, typer.Option(help="Drafts each template makes per table.")] = 2,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Make tasks with verified answers: every template on every table, each solution run in the sandbox."""
-    options = validated(TemplateOptions, dict(seed=seed, drafts_per_template=drafts_per_template))
     summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
     _print_summary(summary)
 
 
-@synth_app.command("sql")
+@config_command(synth_app, "sql", SqlOptions)
 def sql_command(
+    options: SqlOptions,
     files: Annotated[Path, typer.Argument(help="The output of `synth files`.", show_default=False)],
     out: Annotated[Path, typer.Option(help="SQL tasks (JSONL); running again resumes.")],
-    seed: Annotated[int, typer.Option(help="Seed of the templates' choices and of which tables are split.")] = 0,
-    drafts_per_template: Annotated[int, typer.Option(help="Drafts each template makes per database.")] = 2,
-    split_share: Annotated[
-        float, typer.Option(help="Share of tables with a category column also split into a database with keys.")
-    ] = 0.5,
 ) -> None:
     """Make questions answered by one SQLite query (gold query run read-only), on SQLite tables and split databases."""
-    options = validated(SqlOptions, dict(seed=seed, drafts_per_template=drafts_per_template, split_share=split_share))
     _print_summary(make_sql_tasks(files, out, options=options))
 
 
@@ -147,59 +116,44 @@ def _print_summary(summary: TaskSummary, unit: str = "tables") -> None:
         console.print(f"{title}: " + (", ".join(f"{name} {n}" for name, n in counts.items()) or "none"))
 
 
-@synth_app.command("queries")
+@config_command(synth_app, "queries", QueryOptions)
 def queries_command(
+    options: QueryOptions,
     files: Annotated[Path, typer.Argument(help="The output of `synth files`.", show_default=False)],
     out: Annotated[Path, typer.Option(help="Tasks without answers (JSONL); running again resumes.")],
     model: Annotated[str | None, typer.Option(help="The model that writes the questions.")] = None,
-    categories_per_table: Annotated[int, typer.Option(help="Categories of the taxonomy asked per table.")] = 3,
-    rounds: Annotated[int, typer.Option(help="Questions per chain, each harder than the one before (1-5).")] = 3,
-    sample: Annotated[int | None, typer.Option(help="Only this many tables, drawn by seed.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the categories and the sample.")] = 0,
 ) -> None:
     """Have a model write questions (and harder questions built on them) about each table; answers come later."""
-    options = validated(
-        QueryOptions, dict(seed=seed, categories_per_table=categories_per_table, rounds=rounds, sample=sample)
-    )
     with opened_model(str(resolve_spec(model))) as writer:
         summary = make_query_tasks(files, out, writer, options=options)
     _print_summary(summary)
 
 
-@synth_app.command("datasets")
+@config_command(synth_app, "datasets", DatasetOptions)
 def datasets_command(
+    options: DatasetOptions,
     out: Annotated[Path, typer.Option(help="Tasks (JSONL); running again resumes.")],
-    per_family: Annotated[int, typer.Option(help="Datasets per family of trap.")] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of domains, sizes and data.")] = 0,
     model: Annotated[
         str | None, typer.Option(help="A model that writes each generator script (else datalyst's own generators).")
     ] = None,
-    repairs: Annotated[int, typer.Option(help="With --model: times a failed script is sent back.")] = 2,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Make synthetic datasets that hide a trap (sentinel codes, outliers, Simpson's paradox, ...) and questions
     whose answer depends on handling it."""
-    options = validated(DatasetOptions, dict(seed=seed, per_family=per_family, repairs=repairs))
     with opened_model(model and str(resolve_spec(model))) as writer:
         summary = make_dataset_tasks(out, options=options, model=writer, require_isolation=not allow_unisolated)
     _print_summary(summary, unit="datasets")
 
 
-@synth_app.command("sequences")
+@config_command(synth_app, "sequences", SequenceOptions)
 def sequences_command(
+    options: SequenceOptions,
     out: Annotated[Path, typer.Option(help="Sequence problems (JSONL); running again resumes.")],
-    count: Annotated[int, typer.Option(help="Sequences drawn, the six families taking turns.")] = 200,
-    seed: Annotated[int, typer.Option(help="Seed of the drawn sequences, examples and test cases.")] = 0,
     guide: Annotated[
         str | None, typer.Option(help="A guiding model that checks each statement by predicting its examples.")
     ] = None,
-    oeis: Annotated[
-        Path | None,
-        typer.Option(help="A folder with the OEIS data export (stripped, names; CC BY-SA): draw from it instead."),
-    ] = None,
 ) -> None:
     """Make programming problems that ask for the general term of integer sequences, with hidden test cases."""
-    options = validated(SequenceOptions, dict(count=count, seed=seed, oeis=oeis))
     with opened_model(guide and str(resolve_spec(guide))) as guide_model:
         summary = make_sequence_tasks(out, guide=guide_model, options=options)
     _print_summary(summary, unit="sequences")

@@ -39,15 +39,18 @@ WRITER_SAMPLING = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=1500)
 
 
 class DatasetOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     seed: int = 0
+    """Seed of domains, sizes and data."""
     per_family: int = Field(5, ge=1)
-    """Datasets made per family."""
+    """Datasets made per family of trap."""
     min_rows: int = Field(200, ge=20)
+    """Fewest rows of a dataset."""
     max_rows: int = Field(600, ge=20)
+    """Most rows of a dataset."""
     repairs: int = Field(2, ge=0)
-    """With a model: how many times a failed script is sent back."""
+    """With --model: how many times a failed script is sent back."""
 
 
 @dataclass(frozen=True)

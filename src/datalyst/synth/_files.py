@@ -48,22 +48,27 @@ _FIX = "restore the file or move the line out"
 class FileOptions(BaseModel):
     """What makes a table usable, and how many to convert to other formats."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     min_rows: int = Field(20, ge=1)
+    """Fewest rows a table may have."""
     max_rows: int = Field(1000, ge=1)
+    """Most rows a table may have."""
     min_columns: int = Field(2, ge=1)
+    """Fewest columns."""
     max_columns: int = Field(50, ge=1)
+    """Most columns."""
     max_missing_share: float = Field(0.5, ge=0, le=1)
-    """Most cells that may be empty."""
+    """Largest share of empty cells."""
     max_unnamed_share: float = Field(0.2, ge=0, le=1)
     """Most columns that may have no name or a number for a name (as when a file has no header row)."""
     convert_share: float = Field(0.3, ge=0, le=1)
     """Share of CSV/TSV tables converted, half to XLSX and half to SQLite."""
     max_per_schema: int = Field(3, ge=1)
-    """Most tables kept with the same column names: a corpus may hold a hundred snapshots of one dataset,
-    and tasks on each would be the same questions on new numbers."""
+    """Most tables kept with the same column names (snapshots of one dataset). A corpus may hold a hundred
+    snapshots of one dataset, and tasks on each would be the same questions on new numbers."""
     seed: int = 0
+    """Seed of which tables are converted."""
 
 
 class SourceFile(BaseModel):

@@ -29,9 +29,10 @@ SOURCE = "synth:templates"
 
 
 class TemplateOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     seed: int = 0
+    """Seed of the templates' choices."""
     drafts_per_template: int = Field(2, ge=1)
     """Drafts each template makes per table (their questions differ in columns, groups or thresholds)."""
 

@@ -47,12 +47,14 @@ SYSTEM = (
 
 
 class QueryOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     seed: int = 0
+    """Seed of the categories and the sample."""
     categories_per_table: int = Field(3, ge=1, le=len(CATEGORIES))
+    """Categories of the taxonomy asked per table."""
     rounds: int = Field(3, ge=1, le=5)
-    """Questions per chain: the first, then each harder one built on the one before."""
+    """Questions per chain (1-5): the first, then each harder one built on the one before."""
     sample: int | None = Field(None, ge=1)
     """Ask about this many tables only, drawn by seed (all when None)."""
 

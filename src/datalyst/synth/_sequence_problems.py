@@ -39,11 +39,12 @@ SHOWN = 8
 
 
 class SequenceOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     count: int = Field(200, ge=1)
-    """Sequences drawn (each becomes at most one problem)."""
+    """Sequences drawn, the six families taking turns (each becomes at most one problem)."""
     seed: int = 0
+    """Seed of the drawn sequences, examples and test cases."""
     tests: tuple[int, int] = (5, 7)
     """The fewest and most hidden test cases per problem."""
     oeis: Path | None = None

@@ -38,10 +38,12 @@ CHECKS = ("empty_result", "zero_result", "too_many_rows", "tie_at_cut", "query_f
 
 
 class SqlOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     seed: int = 0
+    """Seed of the templates' choices and of which tables are split."""
     drafts_per_template: int = Field(2, ge=1)
+    """Drafts each template makes per database."""
     split_share: float = Field(0.5, ge=0, le=1)
     """Share of the tables with a category column also split into a database with keys (chosen by seed)."""
 
