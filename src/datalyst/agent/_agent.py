@@ -63,39 +63,40 @@ Guidance = Callable[[Task], str]
 class AgentConfig(BaseModel):
     """How the agent runs one task."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     dialect: str = "datamind"
     """Turn format: ``datamind``, ``jupiter`` or ``datarus``."""
     max_turns: int = Field(10, ge=1)
+    """Turns per trajectory."""
     max_consecutive_errors: int = Field(3, ge=1)
     """Stop after this many code turns in a row that failed."""
     max_observation_chars: int = Field(4000, ge=200)
-    """Longest observation shown to the model; longer ones keep their head and tail."""
+    """Longest output or traceback the model is shown (head and tail kept)."""
     max_file_info_chars: int = Field(6000, ge=500)
-    """Budget for the files' meta-information in the first prompt, shared by all files."""
+    """Characters of the first message that describe the data files (all files together)."""
     short_tracebacks: bool = False
-    """Show a failing cell's traceback with the cell's own frames and the error only, the library frames left
-    out (the record keeps the whole traceback)."""
+    """Show a failing cell's own frames and its error, not the frames inside libraries. The record keeps the
+    whole traceback."""
     repeat_guard: bool = False
-    """A code turn that repeats an earlier cell of the run (whitespace aside) is drawn again (up to ``REDRAWS``
+    """Draw again a turn that repeats an earlier cell; if it still does, do not run it. A code turn that repeats
+    an earlier cell of the run (whitespace aside) is drawn again (up to ``REDRAWS``
     times, at a temperature of at least ``REDRAW_TEMPERATURE``); one that still repeats it is not run again: its
     observation says so, above the earlier cell's error when it failed, and it counts as a failing cell (a step
     that made no progress). On for ``ask`` (:data:`ANALYST_OPTIONS`)."""
     column_hints: bool = False
-    """Under a failing cell that named a column the files do not have (a KeyError, a frame's AttributeError), show
-    the closest real column names (``datalyst.agent._hints``)."""
+    """Under a failing cell that named a missing column, show the closest real columns. A KeyError or a frame's
+    AttributeError names it (``datalyst.agent._hints``)."""
     last_call: bool = False
-    """When the turn budget or the failing-cell limit would end a run without an answer, tell the model and ask once
-    more for its best answer (one more turn; code in it is not run)."""
+    """When no turn is left, or too many cells failed, ask once more for the best answer. The model is told, and
+    code in that one more turn is not run."""
     format_check: bool = False
-    """When an answer misses a part the task's answer format names, or gives a number with more decimal places than
-    it allows (:func:`datalyst.tasks.format_problems`), say what is off and ask once for the answer again (one
-    more turn, begun with the answer keyword; a reply that is empty or fits the format worse keeps the first
-    answer)."""
+    """When an answer misses a part of the task's answer format, say so and ask once again. Also when it gives a
+    number with more decimal places than the format allows (:func:`datalyst.tasks.format_problems`): one more
+    turn, begun with the answer keyword; a reply that is empty or fits the format worse keeps the first answer."""
     preload: bool = False
-    """Load the data files into DataFrames (``df``) in the sandbox before the first turn, with datalyst's own
-    reader, and show that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
+    """Load the data files into DataFrames (df) before the first turn and say so. It uses datalyst's own reader and
+    shows that code and the frames' shapes in the first message (``datalyst.agent._preload``)."""
     sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=1024)
     sandbox_mode: Mode = "session"
     limits: Limits = Limits()

@@ -9,16 +9,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
-from datalyst.agent import DIALECTS, PROGRAM, AgentConfig, get_dialect
+from datalyst.agent import get_dialect
 from datalyst.cli._app import AllowUnisolated, app
+from datalyst.cli._options import config_command
 from datalyst.cli._shared import ManagedModel
-from datalyst.errors import ConfigError, DataFileError, first_problem
+from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
-    BENCHES,
-    EVAL_SAMPLING,
     REFORMATTER,
     RESPONSES,
     EvalConfig,
@@ -49,151 +47,51 @@ from datalyst.judge import (
     score_responses,
     score_tablebench,
 )
-from datalyst.llm import CachedModel, ChatModel, SamplingParams, resolve_spec
-from datalyst.search import INFER, MCTSConfig
+from datalyst.llm import CachedModel, ChatModel, resolve_spec
 from datalyst.tasks import load_dabench
 
 eval_app = typer.Typer(help="Evaluate agents on benchmarks: run, score, compare.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
 
 
-@eval_app.command("run")
+def _absolute(path: str | None) -> str | None:
+    return str(Path(path).resolve()) if path else None
+
+
+@config_command(
+    eval_app, "run", EvalConfig, inline=["agent", "agent.sampling", "search"],
+    skip=["agent.dialect", "agent.require_isolation", "agent.sandbox_mode", "agent.limits", "agent.sampling.n",
+          "agent.sampling.stop", "agent.sampling.logprobs", "search.max_live"],
+    same={"agent.sampling.seed": "seed", "search.max_depth": "agent.max_turns"},
+    convert={"model": lambda spec: str(resolve_spec(spec)), "value_model": _absolute, "completion_cache": _absolute},
+)  # fmt: skip
 def run_command(
-    bench: Annotated[str, typer.Option(help=f"Benchmark: {', '.join(BENCHES)}.")],
+    config: EvalConfig,
     out: Annotated[Path, typer.Option(help="Run folder; running again with it resumes the run.")],
-    model: Annotated[str | None, typer.Option(help="Model spec, e.g. embedded:small, openai:NAME@URL.")] = None,
-    dialect: Annotated[
-        list[str] | None,
-        typer.Option(
-            help=f"Turn format ({', '.join(DIALECTS)}; {PROGRAM} for programming tasks such as humaneval); "
-            "repeat for several. [default: datamind]"
-        ),
-    ] = None,
-    strategy: Annotated[
-        str, typer.Option(help="react (one trajectory), vote (the majority of --votes) or mcts (tree search).")
-    ] = "react",
-    votes: Annotated[int, typer.Option(help="vote: trajectories sampled per answer.")] = 5,
-    simulations: Annotated[int, typer.Option(help="mcts: expansions per answer.")] = INFER.simulations,
-    expansions: Annotated[int, typer.Option(help="mcts: turns proposed per expansion.")] = INFER.expansions,
-    c_puct: Annotated[float, typer.Option(help="mcts: exploration weight (0: follow the values).")] = INFER.c_puct,
-    value_model: Annotated[Path | None, typer.Option(help="mcts: a value model (`train value`).")] = None,
-    trials: Annotated[int, typer.Option(help="Runs per task (pass@1 averages them, pass@k takes the best).")] = 3,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            help="dev: the development subset every choice is made on; test: the rest, run only to record a result "
-            "(DABench: 60 and 197 questions)."
-        ),
-    ] = None,
-    subset: Annotated[int | None, typer.Option(help="Evaluate a stratified subset of this many tasks.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the subset and of sampling.")] = 0,
-    stratify_by: Annotated[str, typer.Option(help="Strata of the subset: level or category.")] = "level",
-    bench_path: Annotated[
-        Path | None, typer.Option(help="Benchmark file or folder (DABench defaults to the shared copy).")
-    ] = None,
-    temperature: Annotated[float, typer.Option()] = EVAL_SAMPLING.temperature,
-    top_p: Annotated[float, typer.Option()] = EVAL_SAMPLING.top_p,
-    max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = EVAL_SAMPLING.max_tokens,
-    max_turns: Annotated[int, typer.Option(help="Turns per trajectory.")] = 10,
-    preload: Annotated[
-        bool, typer.Option(help="Load the data files into DataFrames (df) before the first turn and say so.")
-    ] = False,
-    repeat_guard: Annotated[
-        bool,
-        typer.Option(help="Draw again a turn that repeats an earlier cell; if it still does, do not run it."),
-    ] = False,
-    short_tracebacks: Annotated[
-        bool, typer.Option(help="Show a failing cell's own frames and its error, not the frames inside libraries.")
-    ] = False,
-    column_hints: Annotated[
-        bool, typer.Option(help="Under a failing cell that named a missing column, show the closest real columns.")
-    ] = False,
-    last_call: Annotated[
-        bool, typer.Option(help="When no turn is left, or too many cells failed, ask once more for the best answer.")
-    ] = False,
-    format_check: Annotated[
-        bool, typer.Option(help="When an answer misses a part of the task's answer format, say so and ask once again.")
-    ] = False,
-    max_observation_chars: Annotated[
-        int, typer.Option(help="Longest output or traceback the model is shown (head and tail kept).")
-    ] = AgentConfig().max_observation_chars,
-    max_file_info_chars: Annotated[
-        int, typer.Option(help="Characters of the first message that describe the data files (all files together).")
-    ] = AgentConfig().max_file_info_chars,
-    concurrency: Annotated[
-        int, typer.Option(help="Trajectories at once (a local llama.cpp model decodes up to 4 together).")
-    ] = 1,
-    judge_model: Annotated[
-        str | None, typer.Option(help="Model spec of the judge for tasks judged by a model.")
-    ] = None,
-    reformat_model: Annotated[
-        str | None,
-        typer.Option(
-            help="DABench: model spec that rewrites each answer into the question's format before scoring, "
-            f"as the official pipeline does. [default: {REFORMATTER}, the same for every agent]"
-        ),
-    ] = None,
     reformat: Annotated[
-        bool, typer.Option(help="DABench: also score reformatted answers (the official protocol) beside raw ones.")
+        bool,
+        typer.Option(
+            help="DABench: also score answers rewritten into the question's format (the official protocol) beside raw "
+            f"ones, by --reformat-model. [default: {REFORMATTER}, the same for every agent]"
+        ),
     ] = True,
     shard: Annotated[
         str | None, typer.Option(help="Run only slice I of N of the tasks (I/N, 0-based), e.g. one per machine.")
     ] = None,
-    completion_cache: Annotated[
-        Path | None,
-        typer.Option(
-            help="Answer greedy or seeded model calls made before (same model, same conversation) from this folder, "
-            "and keep new ones there: a run that differs from another only after some turns computes only that."
-        ),
-    ] = None,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Run the agent on every task TRIALS times per dialect, store every trajectory, score and report."""
-    dialect = dialect or ["datamind"]
     slice_ = _parse_shard(shard)
-    for name in dialect:
+    for name in config.dialects:
         get_dialect(name)  # an unknown name stops here, in one line
-    spec = str(resolve_spec(model))
-    try:
-        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-        config = EvalConfig(
-            bench=bench,
-            bench_path=str(bench_path) if bench_path else None,
-            split=split,
-            subset=subset,
-            seed=seed,
-            stratify_by=stratify_by,
-            model=spec,
-            dialects=dialect,
-            strategy=strategy,
-            votes=votes,
-            search=MCTSConfig(simulations=simulations, expansions=expansions, c_puct=c_puct, max_depth=max_turns),
-            value_model=str(value_model.resolve()) if value_model else None,
-            trials=trials,
-            agent=AgentConfig(
-                sampling=sampling,
-                max_turns=max_turns,
-                preload=preload,
-                repeat_guard=repeat_guard,
-                max_observation_chars=max_observation_chars,
-                max_file_info_chars=max_file_info_chars,
-                short_tracebacks=short_tracebacks,
-                last_call=last_call,
-                format_check=format_check,
-                column_hints=column_hints,
-                require_isolation=not allow_unisolated,
-            ),
-            concurrency=concurrency,
-            judge_model=judge_model,
-            reformat_model=str(resolve_spec(reformat_model or REFORMATTER)) if reformat else None,
-            completion_cache=str(completion_cache.resolve()) if completion_cache else None,
-        )
-    except ValidationError as exc:
-        raise ConfigError(first_problem(exc, option=True)) from exc
+    reformat_model = str(resolve_spec(config.reformat_model or REFORMATTER)) if reformat else None
+    agent = config.agent.model_copy(update={"require_isolation": not allow_unisolated})
+    config = config.model_copy(update={"reformat_model": reformat_model, "agent": agent})
     console = Console(stderr=True, highlight=False)
-    console.print(f"[dim]model {spec} · {', '.join(dialect)} · {trials} trials · run folder {out}[/]")
+    dialects = ", ".join(config.dialects)
+    console.print(f"[dim]model {config.model} · {dialects} · {config.trials} trials · run folder {out}[/]")
     tasks = prepare_run(config, out)  # checks the benchmark and the folder before the model loads
-    console.print(f"[dim]{len(tasks)} tasks x {trials} trials x {len(dialect)} dialects[/]")
+    console.print(f"[dim]{len(tasks)} tasks x {config.trials} trials x {len(config.dialects)} dialects[/]")
     report = asyncio.run(_run(config, out, shard=slice_))
     print(render_markdown(report))
     console.print(f"[dim]Reports in {out}: report.json, report.md, chart.png, failures/[/]")

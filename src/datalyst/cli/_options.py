@@ -2,9 +2,14 @@
 its docstring as the help), and a command reads ``--config FILE`` (TOML or YAML) under what its command line says.
 
 ``@config_command(group, "name", Model, arguments=["data"])`` registers ``handler(config, **rest)``: the command's
-options are the model's fields (``--field-name``; a nested model's fields as ``--nested-field``; a mapping as a
-repeated ``--field KEY=VALUE``), ``arguments`` are given positionally, and the handler's other parameters are
-options of the command alone (where the run goes, how often it saves). The handler gets the validated model.
+options are the model's fields (``--field-name``; a nested model's fields as ``--nested-field``, or as
+``--field`` for a model named in ``inline``; a mapping as a repeated ``--field KEY=VALUE``), ``arguments`` are
+given positionally, ``skip`` names fields the command does not offer, ``same`` fills a field with another's
+value (the seed of sampling is the run's seed), and ``convert`` turns a field's value (None when neither the
+command line nor the file gives it) into what the model holds (a model spec resolved, a path made absolute).
+The handler's other parameters are options of the command alone (where the run goes, how often it saves); it
+gets the validated model. A file names options as the command line does (``max-turns = 6``), or a nested
+model's as a table.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from datalyst.errors import ConfigError, first_problem
 from datalyst.provenance import record_command
 
 C = TypeVar("C", bound=BaseModel)
+Path_ = tuple[str, ...]
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY
 CONFIG_HELP = "A TOML or YAML file of this command's options; what the command line gives wins over it."
 
@@ -37,21 +43,88 @@ CONFIG_HELP = "A TOML or YAML file of this command's options; what the command l
 class _Option:
     """A model field as the command line writes it."""
 
-    path: tuple[str, ...]
-    """Where it lies in the model (a nested model's field: two names)."""
+    path: Path_
+    """Where it lies in the model (a nested model's field: two names or more)."""
     parameter: inspect.Parameter
     flag: str
     mapping: bool
     """A mapping, written as repeated ``KEY=VALUE`` items."""
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """How a command writes its model: the options, and the fields it fills from others."""
+
+    model: type[BaseModel]
+    options: list[_Option]
+    same: dict[Path_, Path_]
+    convert: dict[Path_, Callable[[Any], Any]]
+
+    def data(self, given: Sequence[tuple[Path_, Any]]) -> dict[str, Any]:
+        """The model's data from the values ``given`` at their paths: a nested model starts from the field's
+        default, so one value given leaves its other fields as the parent model sets them."""
+        data: dict[str, Any] = {}
+        for path, value in given:
+            _put(data, self.model, path, value)
+        for target, source in self.same.items():
+            if (value := _get(data, source)) is not None:
+                _put(data, self.model, target, value)
+        for path, convert in self.convert.items():
+            if (value := convert(_get(data, path))) is not None:
+                _put(data, self.model, path, value)
+        return data
+
+    def validated(self, data: Mapping[str, Any]) -> BaseModel:
+        """``data`` as the model; a ConfigError in one line naming the option of the first wrong value."""
+        try:
+            return self.model.model_validate(data)
+        except ValidationError as exc:
+            where = tuple(str(part) for part in exc.errors()[0]["loc"])
+            for option in self.options:
+                if where[: len(option.path)] == option.path:
+                    flag = " ".join((option.flag, *where[len(option.path) :]))  # and a mapping's key
+                    raise ConfigError(f"{flag}: {first_problem(exc, located=False)}") from None
+            raise ConfigError(first_problem(exc, option=True)) from None
+
+    def read(self, path: Path) -> list[tuple[Path_, Any]]:
+        """The options a TOML or YAML file gives, at their paths."""
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: not a TOML or YAML file of options ({exc})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: write the options as key = value lines (TOML) or key: value lines (YAML)")
+        by_path = {option.path: option for option in self.options}
+        by_name = {option.parameter.name: option for option in self.options}
+        found = []
+        for keys, value in _leaves(data, by_path):
+            option = by_path.get(keys) or (by_name.get(keys[0]) if len(keys) == 1 else None)
+            if option is None:
+                raise ConfigError(f"{path}: no option is called {'.'.join(keys)!r}; see --help")
+            found.append((option.path, value))
+        return found
+
+
 def config_command(
-    group: typer.Typer, name: str, model: type[C], *, arguments: Sequence[str] = ()
+    group: typer.Typer,
+    name: str,
+    model: type[C],
+    *,
+    arguments: Sequence[str] = (),
+    inline: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    same: Mapping[str, str] | None = None,
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register the decorated ``handler(config, **rest)`` as ``group``'s command ``name`` (see the module)."""
+    """Register the decorated ``handler(config, **rest)`` as ``group``'s command ``name`` (see the module); the
+    field names of ``inline``, ``skip`` and ``same`` are dotted paths (``agent.sampling``)."""
+    dotted = lambda names: {tuple(name.split(".")) for name in names}  # noqa: E731
+    links = {tuple(target.split(".")): tuple(source.split(".")) for target, source in (same or {}).items()}
+    options = list(_options(model, set(arguments), dotted(inline), dotted(skip) | set(links)))
+    shape = _Shape(model, options, links, {tuple(name.split(".")): fn for name, fn in (convert or {}).items()})
 
     def register(handler: Callable[..., None]) -> Callable[..., None]:
-        options = list(_options(model, arguments))
         rest = list(inspect.signature(handler, eval_str=True).parameters.values())[1:]
         config_file = inspect.Parameter(
             "config", _KEYWORD, default=None,
@@ -60,15 +133,16 @@ def config_command(
         context = inspect.Parameter("ctx", _KEYWORD, annotation=typer.Context)
 
         def command(ctx: typer.Context, **values: Any) -> None:
-            data = read_config_file(values["config"], model) if values["config"] else {}
-            record_command(sys.argv[1:], values["config"], copy.deepcopy(data))
-            for option in options:
+            given = shape.read(values["config"]) if values["config"] else []
+            record_command(sys.argv[1:], values["config"], copy.deepcopy(shape.data(given)))
+            for option in shape.options:
                 if ctx.get_parameter_source(option.parameter.name).name not in ("DEFAULT", "DEFAULT_MAP"):
                     value = values[option.parameter.name]
-                    _put(data, option.path, _pairs(option.flag, value) if option.mapping else value)
-            handler(validated(model, data, options), **{parameter.name: values[parameter.name] for parameter in rest})
+                    given.append((option.path, _pairs(option.flag, value) if option.mapping else value))
+            config = shape.validated(shape.data(given))
+            handler(config, **{parameter.name: values[parameter.name] for parameter in rest})
 
-        parameters = [context, *(option.parameter for option in options), *rest, config_file]
+        parameters = [context, *(option.parameter for option in shape.options), *rest, config_file]
         command.__signature__ = inspect.Signature([p.replace(kind=_KEYWORD) for p in parameters])  # type: ignore[attr-defined]
         command.__doc__ = handler.__doc__
         group.command(name)(command)
@@ -77,38 +151,74 @@ def config_command(
     return register
 
 
-def validated(model: type[C], data: Mapping[str, Any], options: Sequence[_Option] = ()) -> C:
-    """``data`` as a ``model``; a ConfigError in one line naming the option of the first wrong value."""
+def validated(model: type[C], data: Mapping[str, Any]) -> C:
+    """``data`` as a ``model``; a ConfigError in one line naming the first wrong option."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        where = tuple(str(part) for part in exc.errors()[0]["loc"])
-        for option in options:
-            if where[: len(option.path)] == option.path:
-                flag = " ".join((option.flag, *where[len(option.path) :]))  # and a mapping's key
-                raise ConfigError(f"{flag}: {first_problem(exc, located=False)}") from None
         raise ConfigError(first_problem(exc, option=True)) from None
 
 
-def read_config_file(path: Path, model: type[BaseModel]) -> dict[str, Any]:
-    """The options in a TOML or YAML file (``field-name`` or ``field_name`` keys; a nested model as a table)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: not a TOML or YAML file of options ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: write the options as key = value lines (TOML) or key: value lines (YAML)")
-    data = _snake(data)
-    if unknown := sorted(set(data) - set(model.model_fields)):
-        raise ConfigError(f"{path}: no option is called {unknown[0]!r}; see --help")
+def _options(
+    model: type[BaseModel], arguments: set[str], inline: set[Path_], skip: set[Path_], at: Path_ = (),
+    prefix: str = "", defaults: BaseModel | None = None,
+) -> Iterator[_Option]:  # fmt: skip
+    """Each field as an option (or an argument, for those named), nested models flattened; a nested field's
+    default is the one its parent's default holds."""
+    for name, field in model.model_fields.items():
+        path = (*at, name)
+        if path in skip:
+            continue
+        default = getattr(defaults, name) if defaults is not None else field.get_default(call_default_factory=True)
+        nested = _nested_model(field.annotation)
+        if nested is not None:
+            inner = prefix if path in inline else f"{prefix}{name}_"
+            start = default if isinstance(default, BaseModel) else None
+            yield from _options(nested, set(), inline, skip, path, inner, start)
+            continue
+        parameter = prefix + name
+        custom = (field.json_schema_extra or {}).get("flag")  # type: ignore[union-attr]
+        flag = custom or f"--{parameter.replace('_', '-')}"
+        annotation, default = _cli_type(field, default)
+        help_text = _first_sentence(field.description or "") or None
+        if name in arguments:
+            info = typer.Argument(help=help_text, show_default=False)
+        else:
+            info = typer.Option(*([custom] if custom else []), help=help_text)
+        typed = Annotated[annotation, info]
+        mapping = get_origin(field.annotation) is dict
+        yield _Option(path, inspect.Parameter(parameter, _KEYWORD, default=default, annotation=typed), flag, mapping)
+
+
+def _leaves(data: dict[str, Any], options: Mapping[Path_, _Option], at: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    """A file's values at their key paths (``-`` read as ``_``); a table is gone into unless it is a mapping's."""
+    for key, value in data.items():
+        path = (*at, str(key).replace("-", "_"))
+        option = options.get(path)
+        if isinstance(value, dict) and not (option is not None and option.mapping):
+            yield from _leaves(value, options, path)
+        else:
+            yield path, value
+
+
+def _put(data: dict[str, Any], model: type[BaseModel], path: Path_, value: Any) -> None:
+    """Set ``value`` at ``path``; a nested model's table is made from the field's default where it is missing."""
+    *tables, last = path
+    for table in tables:
+        field = model.model_fields[table]
+        if not isinstance(data.get(table), dict):
+            default = field.get_default(call_default_factory=True)
+            data[table] = default.model_dump() if isinstance(default, BaseModel) else {}
+        data, model = data[table], _nested_model(field.annotation)  # type: ignore[assignment]
+    data[last] = value
+
+
+def _get(data: Mapping[str, Any], path: Path_) -> Any:
+    for name in path:
+        if not isinstance(data, Mapping) or name not in data:
+            return None
+        data = data[name]
     return data
-
-
-def _snake(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        str(key).replace("-", "_"): _snake(value) if isinstance(value, dict) else value for key, value in data.items()
-    }
 
 
 def _pairs(flag: str, items: Sequence[str]) -> dict[str, str]:
@@ -120,37 +230,6 @@ def _pairs(flag: str, items: Sequence[str]) -> dict[str, str]:
             raise ConfigError(f"{flag} {item}: write KEY=VALUE")
         pairs[key] = value
     return pairs
-
-
-def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    """Set ``value`` at ``path`` in nested ``data`` (a nested model's table is made, or its ``None`` replaced)."""
-    *tables, last = path
-    for table in tables:
-        if not isinstance(data.get(table), dict):
-            data[table] = {}
-        data = data[table]
-    data[last] = value
-
-
-def _options(model: type[BaseModel], arguments: Sequence[str], prefix: tuple[str, ...] = ()) -> Iterator[_Option]:
-    """Each field as an option (or an argument, for those named), nested models flattened."""
-    for name, field in model.model_fields.items():
-        path = (*prefix, name)
-        nested = _nested_model(field.annotation)
-        if nested is not None:
-            yield from _options(nested, (), path)
-            continue
-        parameter = "_".join(path)
-        flag = (field.json_schema_extra or {}).get("flag") or f"--{parameter.replace('_', '-')}"  # type: ignore[union-attr]
-        annotation, default = _cli_type(field)
-        help_text = _first_sentence(field.description or "") or None
-        if name in arguments:
-            info = typer.Argument(help=help_text, show_default=False)
-        else:
-            info = typer.Option(flag, help=help_text)
-        typed = Annotated[annotation, info]
-        mapping = get_origin(field.annotation) is dict
-        yield _Option(path, inspect.Parameter(parameter, _KEYWORD, default=default, annotation=typed), flag, mapping)
 
 
 def _first_sentence(docstring: str) -> str:
@@ -171,9 +250,9 @@ def _is_union(annotation: Any) -> bool:
     return get_origin(annotation) in (Union, types.UnionType)
 
 
-def _cli_type(field: FieldInfo) -> tuple[Any, Any]:
+def _cli_type(field: FieldInfo, default: Any) -> tuple[Any, Any]:
     """How a field is written on the command line (its type) and its default there."""
-    annotation, default = field.annotation, field.get_default(call_default_factory=True)
+    annotation = field.annotation
     if default is ... or field.is_required():
         default = None
     origin = get_origin(annotation)

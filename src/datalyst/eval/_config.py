@@ -22,26 +22,35 @@ FREE_TO_CHANGE = {"concurrency", "reformat_model", "completion_cache"}
 class EvalConfig(BaseModel):
     """What an evaluation run is: the benchmark slice, the model, the dialects and the agent settings."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     bench: str
+    """Benchmark: dabench, tablebench, bird, humaneval or tasks (a task file of ours)."""
     bench_path: str | None = None
+    """Benchmark file or folder (DABench defaults to the shared copy)."""
     split: Split | None = None
     """``dev``: the benchmark's development subset, on which every choice is made; ``test``: the rest, run only
     to record a result (``datalyst.tasks.DEV_SUBSETS``). None: the whole benchmark, or ``subset``."""
     subset: int | None = Field(None, ge=1)
+    """Evaluate a stratified subset of this many tasks."""
     seed: int = 0
-    """Picks the subset (and seeds sampling through ``agent.sampling.seed``)."""
+    """Seed of the subset and of sampling (``agent.sampling.seed``)."""
     stratify_by: StratifyBy = "level"
+    """Strata of the subset: level or category."""
     model: str
-    dialects: list[str] = ["datamind"]
+    """Model spec, e.g. embedded:small, openai:NAME@URL."""
+    dialects: list[str] = Field(default=["datamind"], json_schema_extra={"flag": "--dialect"})
+    """Turn format (datamind, jupiter, datarus; program for programming tasks such as humaneval); repeat for
+    several."""
     strategy: Literal["react", "vote", "mcts"] = "react"
-    """How each trial answers: one trajectory, the majority of ``votes``, or a tree search (``search``)."""
+    """How each trial answers: react (one trajectory), vote (the majority of ``votes``) or mcts (a tree search)."""
     votes: int = Field(5, ge=1)
+    """vote: trajectories sampled per answer."""
     search: MCTSConfig = INFER
     value_model: str | None = None
-    """``mcts``: a value model folder (``datalyst train value``) that values the search's states."""
+    """mcts: a value model (``datalyst train value``) that values the search's states."""
     trials: int = Field(3, ge=1)
+    """Runs per task (pass@1 averages them, pass@k takes the best)."""
     agent: AgentConfig = AgentConfig(sampling=EVAL_SAMPLING)
     concurrency: int = Field(1, ge=1)
     """Trajectories at once (1 suits one in-process model: its prompt cache follows one conversation)."""
@@ -51,6 +60,7 @@ class EvalConfig(BaseModel):
     (a scaffold change) then share its start, and only their differences are computed; their time figures count
     only the calls not found there."""
     judge_model: str | None = None
+    """Model spec of the judge for tasks judged by a model."""
     reformat_model: str | None = None
     """DABench: the model that rewrites each answer into the question's ``@name[value]`` format before the
     official scorer reads it (the official protocol; reports give raw and reformatted figures). None: raw only."""

@@ -28,14 +28,16 @@ class ChatMessage(BaseModel):
 class SamplingParams(BaseModel):
     """How to sample completions."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     n: int = Field(1, ge=1)
     """Completions to return for the same messages."""
     temperature: float = Field(0.0, ge=0)
+    """Sampling temperature (0: greedy)."""
     top_p: float = Field(1.0, gt=0, le=1)
+    """Nucleus sampling: the smallest set of tokens whose probabilities add up to this."""
     max_tokens: int = Field(1024, ge=1)
-    """Tokens to generate at most, per completion."""
+    """Tokens per model turn (per completion) at most."""
     stop: tuple[str, ...] = ()
     """Generation ends at the first of these strings; the text keeps it (see :attr:`Completion.stop`)."""
     seed: int | None = None

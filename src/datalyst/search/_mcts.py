@@ -35,12 +35,14 @@ from datalyst.train import ValueModel, state_messages
 class MCTSConfig(BaseModel):
     """How one search runs and when it stops (JUPITER's inference settings by default)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     simulations: int = Field(40, ge=1)
-    """Expansions at most; each asks the model for ``expansions`` turns."""
+    """mcts: expansions per answer at most; each asks the model for ``expansions`` turns."""
     c_puct: float = Field(0.0, ge=0.0)
+    """mcts: exploration weight (0: follow the values)."""
     expansions: int = Field(3, ge=1)
+    """mcts: turns proposed per expansion."""
     max_depth: int = Field(10, ge=1)
     """Turns on one branch at most."""
     max_errors: int = Field(3, ge=1)
