@@ -105,3 +105,31 @@ def test_manifests_record_the_command_and_its_config_file(run, tmp_path: Path):
     command = new_manifest()["command"]
     assert command["config_file"] == str(toml) and command["config_options"] == {"lr": 0.5}
     assert "arguments" in command  # what the process was called with (here, the test runner's)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_eval_run_settings_come_from_the_file_and_the_command_line(monkeypatch, tmp_path: Path):
+    import datalyst.cli._eval as eval_cli
+    from datalyst.cli._app import _register, app
+
+    _register()
+    seen = []
+
+    def prepare_run(config, out):
+        seen.append(config)
+        raise _Stop
+
+    monkeypatch.setattr(eval_cli, "prepare_run", prepare_run)
+    monkeypatch.setattr(provenance, "_command", {})
+    toml = tmp_path / "eval.toml"
+    toml.write_text('bench = "dabench"\ndialect = ["jupiter"]\nmax-turns = 8\nlast-call = true\ntemperature = 0\n')
+    CliRunner().invoke(app, ["eval", "run", "--config", str(toml), "--out", str(tmp_path / "run"), "--seed", "3",
+                             "--max-tokens", "768", "--model", "embedded:small", "--no-reformat"])  # fmt: skip
+    config = seen[0]
+    assert config.dialects == ["jupiter"] and config.agent.last_call and config.reformat_model is None
+    assert config.agent.max_turns == config.search.max_depth == 8  # one turn limit for both
+    sampling = config.agent.sampling  # eval's own sampling defaults under what was given
+    assert (sampling.temperature, sampling.top_p, sampling.max_tokens, sampling.seed) == (0.0, 0.95, 768, 3)

@@ -97,6 +97,7 @@ class _Shape:
             raise ConfigError(f"{path}: write the options as key = value lines (TOML) or key: value lines (YAML)")
         by_path = {option.path: option for option in self.options}
         by_name = {option.parameter.name: option for option in self.options}
+        by_name |= {option.flag.lstrip("-").replace("-", "_"): option for option in self.options}
         found = []
         for keys, value in _leaves(data, by_path):
             option = by_path.get(keys) or (by_name.get(keys[0]) if len(keys) == 1 else None)
