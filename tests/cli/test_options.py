@@ -133,3 +133,20 @@ def test_eval_run_settings_come_from_the_file_and_the_command_line(monkeypatch, 
     assert config.agent.max_turns == config.search.max_depth == 8  # one turn limit for both
     sampling = config.agent.sampling  # eval's own sampling defaults under what was given
     assert (sampling.temperature, sampling.top_p, sampling.max_tokens, sampling.seed) == (0.0, 0.95, 768, 3)
+
+
+def test_a_preset_fills_what_the_run_does_not_set(monkeypatch):
+    monkeypatch.setattr(provenance, "_command", {})
+    app = typer.Typer()
+    seen: list[Settings] = []
+
+    @config_command(app, "go", Settings, presets={"fast": {"lr": 0.9, "inner.rank": 2}})
+    def go(config: Settings) -> None:
+        seen.append(config)
+
+    @app.command()
+    def other() -> None: ...
+
+    for args in (["--fast"], ["--fast", "--lr", "0.3"], ["--lr", "0.3"]):
+        assert CliRunner().invoke(app, ["go", *args]).exit_code == 0
+    assert [(c.lr, c.inner.rank) for c in seen] == [(0.9, 2), (0.3, 2), (0.3, 8)]

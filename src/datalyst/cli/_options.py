@@ -5,11 +5,12 @@ its docstring as the help), and a command reads ``--config FILE`` (TOML or YAML)
 options are the model's fields (``--field-name``; a nested model's fields as ``--nested-field``, or as
 ``--field`` for a model named in ``inline``; a mapping as a repeated ``--field KEY=VALUE``), ``arguments`` are
 given positionally, ``skip`` names fields the command does not offer, ``same`` fills a field with another's
-value (the seed of sampling is the run's seed), and ``convert`` turns a field's value (None when neither the
-command line nor the file gives it) into what the model holds (a model spec resolved, a path made absolute).
-The handler's other parameters are options of the command alone (where the run goes, how often it saves); it
-gets the validated model. A file names options as the command line does (``max-turns = 6``), or a nested
-model's as a table.
+value (the seed of sampling is the run's seed), ``convert`` turns a field's value (None when neither the
+command line nor the file gives it) into what the model holds (a model spec resolved, a path made absolute),
+and ``presets`` name a boolean field whose values, when it is on, fill the fields the run does not set. The
+handler's other parameters are options of the command alone (where the run goes, how often it saves); it gets
+the validated model. A file names options as the command line does (``max-turns = 6``), or a nested model's as
+a table.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def config_command(
     skip: Sequence[str] = (),
     same: Mapping[str, str] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
+    presets: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Register the decorated ``handler(config, **rest)`` as ``group``'s command ``name`` (see the module); the
     field names of ``inline``, ``skip`` and ``same`` are dotted paths (``agent.sampling``)."""
@@ -140,6 +142,11 @@ def config_command(
                 if ctx.get_parameter_source(option.parameter.name).name not in ("DEFAULT", "DEFAULT_MAP"):
                     value = values[option.parameter.name]
                     given.append((option.path, _pairs(option.flag, value) if option.mapping else value))
+            set_paths = {path for path, _ in given}
+            for switch, preset_values in (presets or {}).items():
+                if dict(given).get(tuple(switch.split("."))):
+                    preset = [(tuple(name.split(".")), value) for name, value in preset_values.items()]
+                    given = [(path, value) for path, value in preset if path not in set_paths] + given
             config = shape.validated(shape.data(given))
             handler(config, **{parameter.name: values[parameter.name] for parameter in rest})
 

@@ -3,12 +3,21 @@ it, voting over the answers it finds, saved trees, and value data from them."""
 
 from datalyst.search._mcts import COLLECT, INFER, MCTSConfig, decide, mcts
 from datalyst.search._puct import LOST, backup, ending_reward, puct, select
-from datalyst.search._run import PATHS_PER_TREE, answer_paths, search_tasks, tree_path, tree_trajectory
+from datalyst.search._run import (
+    COLLECTING,
+    PATHS_PER_TREE,
+    SearchRun,
+    answer_paths,
+    search_tasks,
+    tree_path,
+    tree_trajectory,
+)
 from datalyst.search._tree import SCHEMA_VERSION, Cost, Ending, Node, Tree
 from datalyst.search._value_data import PATHS_PER_OUTCOME, value_examples
 
 __all__ = [
     "COLLECT",
+    "COLLECTING",
     "INFER",
     "LOST",
     "PATHS_PER_OUTCOME",
@@ -18,6 +27,7 @@ __all__ = [
     "Ending",
     "MCTSConfig",
     "Node",
+    "SearchRun",
     "Tree",
     "answer_paths",
     "backup",

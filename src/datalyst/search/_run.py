@@ -13,14 +13,48 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from datalyst.agent import Agent, Trajectory, trajectory_id
 from datalyst.errors import ConfigError
 from datalyst.judge import answers_agree
+from datalyst.llm import SamplingParams
 from datalyst.progress import progress_bar
-from datalyst.search._mcts import MCTSConfig, decide, mcts
+from datalyst.search._mcts import COLLECT, INFER, MCTSConfig, decide, mcts
 from datalyst.search._tree import Tree
 from datalyst.tasks import Task
 from datalyst.train import ValueModel
+
+
+class SearchRun(BaseModel):
+    """What ``datalyst search run`` searches, with which agent, and how."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    tasks: list[str] = []
+    """Task files (JSONL)."""
+    model: str | None = None
+    """Model spec of the agent."""
+    dialect: str = "jupiter"
+    """Turn format: datamind, jupiter or datarus."""
+    collect: bool = False
+    """JUPITER's collection: explore (c_puct 1.25), 50 simulations at temperature 1.0, answers judged."""
+    search: MCTSConfig = INFER
+    value_model: str | None = None
+    """A value model (`train value`) to value states."""
+    trials: int = 1
+    """Trees per task."""
+    limit: int | None = None
+    """Only this many tasks of each file, drawn by seed."""
+    seed: int = 0
+    """Seed of sampling and of the drawn tasks."""
+    sampling: SamplingParams = SamplingParams(temperature=0.7, top_p=0.95, max_tokens=768)
+    concurrency: int = 1
+    """Trees searched at once."""
+
+
+COLLECTING = {"search.simulations": COLLECT.simulations, "search.c_puct": COLLECT.c_puct, "sampling.temperature": 1.0}
+"""What ``SearchRun.collect`` changes where the run does not say otherwise."""
 
 
 def tree_path(out_dir: Path, task: Task, trial: int) -> Path:
