@@ -13,7 +13,7 @@ from rich.console import Console
 
 from datalyst.agent import ANALYST_OPTIONS, DIALECTS, AgentConfig, get_dialect, rollout
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.cli._options import validated
+from datalyst.cli._options import config_command, validated
 from datalyst.cli._shared import ManagedModel, drawn
 from datalyst.curate import (
     DATARUS_MIX,
@@ -53,7 +53,7 @@ from datalyst.curate import (
     write_report,
 )
 from datalyst.errors import ConfigError
-from datalyst.llm import SamplingParams, load_tokenizer, resolve_spec
+from datalyst.llm import load_tokenizer, resolve_spec
 from datalyst.paths import benchmarks_dir
 from datalyst.provenance import write_manifest
 from datalyst.search import Cost, Tree, answer_paths
@@ -68,26 +68,20 @@ EXPORTS = {"examples": export_examples, "sharegpt": export_sharegpt, "trl": expo
 Run = Annotated[Path, typer.Argument(help="A curation run folder.", show_default=False)]
 
 
-@curate_app.command("sample")
+@config_command(
+    curate_app, "sample", RunConfig, arguments=["tasks"], inline=["agent", "agent.sampling"],
+    skip=["source", "workflows", "expert", "guide", "rounds", "agent.require_isolation", "agent.sandbox_mode",
+          "agent.limits", "agent.sampling.n", "agent.sampling.stop", "agent.sampling.logprobs"],
+    same={"agent.sampling.seed": "seed"},
+    convert={"model": lambda spec: str(resolve_spec(spec)),
+             "tasks": lambda paths: [str(Path(path).resolve()) for path in paths] if paths else None},
+    presets={"analyst": {f"agent.{name}": value for name, value in ANALYST_OPTIONS.items()}},
+    defaults={"source": "sample", "n": 3, "agent.sampling.temperature": 0.7, "agent.sampling.top_p": 0.95},
+)  # fmt: skip
 def sample_command(
-    tasks: Annotated[list[Path], typer.Argument(help="Task files (JSONL).", show_default=False)],
+    config: RunConfig,
     out: Annotated[Path, typer.Option(help="Run folder; running again resumes.")],
-    model: Annotated[str | None, typer.Option(help="Model spec of the expert that samples.")] = None,
-    n: Annotated[int, typer.Option(help="Trajectories per task (DataMind samples 3).")] = 3,
-    dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
-    knowledge: Annotated[
-        bool,
-        typer.Option(
-            help="Put the category's workflow in the prompt (DataMind's sampling). The exports leave it out, so a "
-            "kept run is then not exactly what the model read."
-        ),
-    ] = False,
     limit: Annotated[int | None, typer.Option(help="Only this many tasks of each file, drawn by seed.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of sampling and of the drawn tasks.")] = 0,
-    temperature: Annotated[float, typer.Option()] = 0.7,
-    top_p: Annotated[float, typer.Option()] = 0.95,
-    max_tokens: Annotated[int, typer.Option(help="Tokens per model turn.")] = 1024,
-    max_turns: Annotated[int, typer.Option(help="Turns per trajectory.")] = 10,
     concurrency: Annotated[int, typer.Option(help="Trajectories at once.")] = 4,
     analyst: Annotated[
         bool,
@@ -99,24 +93,13 @@ def sample_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Sample N trajectories of every task with a model (with --knowledge, the category's workflow in the prompt)."""
-    get_dialect(dialect)  # an unknown name stops here, in one line
-    chosen = [task for path in tasks for task in drawn(read_tasks(path), limit, seed)]
-    spec = str(resolve_spec(model))
-    sampling = validated(SamplingParams, dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed))
-    agent = validated(
-        AgentConfig,
-        dict(
-            **(ANALYST_OPTIONS if analyst else {}),
-            dialect=dialect,
-            sampling=sampling,
-            max_turns=max_turns,
-            require_isolation=not allow_unisolated,
-        ),
-    )
-    files = [str(path.resolve()) for path in tasks]
-    config = validated(
-        RunConfig, dict(source="sample", tasks=files, model=spec, agent=agent, n=n, knowledge=knowledge, seed=seed)
-    )
+    if not config.tasks:
+        raise ConfigError("give the task files to sample: TASKS... (or tasks in --config)")
+    get_dialect(config.agent.dialect)  # an unknown name stops here, in one line
+    chosen = [task for path in config.tasks for task in drawn(read_tasks(path), limit, config.seed)]
+    agent = config.agent.model_copy(update={"require_isolation": not allow_unisolated})
+    config = config.model_copy(update={"agent": agent})
+    spec, n, dialect = config.model, config.n, config.agent.dialect
     console.print(f"[dim]{len(chosen)} tasks x {n} samples · {spec} · {dialect} · run folder {out}[/]")
 
     async def go() -> None:

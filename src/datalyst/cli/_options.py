@@ -7,10 +7,11 @@ options are the model's fields (``--field-name``; a nested model's fields as ``-
 given positionally, ``skip`` names fields the command does not offer, ``same`` fills a field with another's
 value (the seed of sampling is the run's seed), ``convert`` turns a field's value (None when neither the
 command line nor the file gives it) into what the model holds (a model spec resolved, a path made absolute),
-and ``presets`` name a boolean field whose values, when it is on, fill the fields the run does not set. The
-handler's other parameters are options of the command alone (where the run goes, how often it saves); it gets
-the validated model. A file names options as the command line does (``max-turns = 6``), or a nested model's as
-a table.
+``presets`` name a boolean field (or option) whose values, when it is on, fill the fields the run does not set, and
+``defaults`` are the command's own defaults for fields whose model default suits other callers. The handler's
+other parameters are options of the command alone (where the run goes, how often it saves); it gets the
+validated model. A file names options as the command line does (``max-turns = 6``), or a nested model's as a
+table.
 """
 
 from __future__ import annotations
@@ -119,12 +120,14 @@ def config_command(
     same: Mapping[str, str] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
     presets: Mapping[str, Mapping[str, Any]] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Register the decorated ``handler(config, **rest)`` as ``group``'s command ``name`` (see the module); the
     field names of ``inline``, ``skip`` and ``same`` are dotted paths (``agent.sampling``)."""
     dotted = lambda names: {tuple(name.split(".")) for name in names}  # noqa: E731
     links = {tuple(target.split(".")): tuple(source.split(".")) for target, source in (same or {}).items()}
-    options = list(_options(model, set(arguments), dotted(inline), dotted(skip) | set(links)))
+    own = {tuple(name.split(".")): value for name, value in (defaults or {}).items()}
+    options = list(_options(model, set(arguments), dotted(inline), dotted(skip) | set(links), own))
     shape = _Shape(model, options, links, {tuple(name.split(".")): fn for name, fn in (convert or {}).items()})
 
     def register(handler: Callable[..., None]) -> Callable[..., None]:
@@ -143,10 +146,11 @@ def config_command(
                     value = values[option.parameter.name]
                     given.append((option.path, _pairs(option.flag, value) if option.mapping else value))
             set_paths = {path for path, _ in given}
-            for switch, preset_values in (presets or {}).items():
-                if dict(given).get(tuple(switch.split("."))):
+            for switch, preset_values in (presets or {}).items():  # a switch: a field, or an option of the command
+                if dict(given).get(tuple(switch.split("."))) or values.get(switch):
                     preset = [(tuple(name.split(".")), value) for name, value in preset_values.items()]
                     given = [(path, value) for path, value in preset if path not in set_paths] + given
+            given = [(path, value) for path, value in own.items() if path not in set_paths] + given
             config = shape.validated(shape.data(given))
             handler(config, **{parameter.name: values[parameter.name] for parameter in rest})
 
@@ -168,8 +172,8 @@ def validated(model: type[C], data: Mapping[str, Any]) -> C:
 
 
 def _options(
-    model: type[BaseModel], arguments: set[str], inline: set[Path_], skip: set[Path_], at: Path_ = (),
-    prefix: str = "", defaults: BaseModel | None = None,
+    model: type[BaseModel], arguments: set[str], inline: set[Path_], skip: set[Path_], own: Mapping[Path_, Any],
+    at: Path_ = (), prefix: str = "", defaults: BaseModel | None = None,
 ) -> Iterator[_Option]:  # fmt: skip
     """Each field as an option (or an argument, for those named), nested models flattened; a nested field's
     default is the one its parent's default holds."""
@@ -178,11 +182,12 @@ def _options(
         if path in skip:
             continue
         default = getattr(defaults, name) if defaults is not None else field.get_default(call_default_factory=True)
+        default = own.get(path, default)
         nested = _nested_model(field.annotation)
         if nested is not None:
             inner = prefix if path in inline else f"{prefix}{name}_"
             start = default if isinstance(default, BaseModel) else None
-            yield from _options(nested, set(), inline, skip, path, inner, start)
+            yield from _options(nested, set(), inline, skip, own, path, inner, start)
             continue
         parameter = prefix + name
         custom = (field.json_schema_extra or {}).get("flag")  # type: ignore[union-attr]

@@ -24,19 +24,20 @@ from datalyst.jsonl import drop_torn_tail
 class RunConfig(BaseModel):
     """How a run's trajectories are made."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     source: Literal["sample", "expert", "corrections", "search"]
     tasks: list[str]
-    """The task files the trajectories answer."""
+    """The task files (JSONL) the trajectories answer."""
     model: str
     """The model spec that samples (``expert`` for the offline expert)."""
     agent: AgentConfig
     n: int | None = Field(1, ge=1)
-    """Trajectories per task and round (DataMind samples 3); None when a task has as many as were found (the
+    """Trajectories per task and round (DataMind samples 3). None when a task has as many as were found (the
     answered paths of search trees, ``source="search"``), all of them one group."""
     knowledge: bool = False
-    """The category's workflow is in the sampling prompt."""
+    """Put the category's workflow in the prompt (DataMind's sampling). The exports leave it out, so a kept run is
+    then not exactly what the model read."""
     workflows: dict[str, str] = {}
     """Refined workflows by category name, used instead of the taxonomy's."""
     expert: ExpertOptions | None = None
@@ -46,6 +47,7 @@ class RunConfig(BaseModel):
     rounds: int | None = None
     """Corrections a chain may make (``source="corrections"``)."""
     seed: int = 0
+    """Seed of sampling and of the drawn tasks."""
 
 
 class RunFolder:
