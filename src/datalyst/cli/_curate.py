@@ -18,7 +18,6 @@ from datalyst.cli._shared import ManagedModel, drawn
 from datalyst.curate import (
     DATARUS_MIX,
     EXPERT_SPEC,
-    WORKER_SAMPLING,
     ChainSummary,
     ConsistencyJudge,
     CorrectionOptions,
@@ -111,8 +110,12 @@ def sample_command(
     asyncio.run(go())
 
 
-@curate_app.command("sequences")
+@config_command(
+    curate_app, "sequences", CorrectionOptions, inline=["sampling"],
+    skip=["sampling.n", "sampling.stop", "sampling.logprobs"],
+)  # fmt: skip
 def sequences_command(
+    options: CorrectionOptions,
     tasks: Annotated[
         list[Path], typer.Argument(help="Programming problems (`synth sequences` output).", show_default=False)
     ],
@@ -121,19 +124,16 @@ def sequences_command(
     guide: Annotated[
         str | None, typer.Option(help="The model that explains failing programs. [default: the working model]")
     ] = None,
-    rounds: Annotated[int, typer.Option(help="Corrections a chain may make after its first program.")] = 3,
     limit: Annotated[int | None, typer.Option(help="Only this many problems of each file, drawn by seed.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the drawn problems and of sampling.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Chains at once.")] = 2,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Self-correction chains (CodeSeq): each failing program gets its failing case and the guide's explanation
     back, up to --rounds times; chains that end passing are kept for `curate export`."""
+    seed = options.sampling.seed or 0
     chosen = [task for path in tasks for task in drawn(read_tasks(path), limit, seed) if task.judge == "cases"]
     if not chosen:
         raise ConfigError("no problem with test cases in those files; make some with `datalyst synth sequences`")
-    sampling = WORKER_SAMPLING.model_copy(update={"seed": seed})
-    options = validated(CorrectionOptions, dict(rounds=rounds, sampling=sampling))
     worker_spec = str(resolve_spec(model))
     guide_spec = str(resolve_spec(guide)) if guide else worker_spec
 
@@ -156,28 +156,32 @@ def sequences_command(
                   f"after corrections (mean {summary.mean_rounds:.2f} rounds); {summary.failed} broke")  # fmt: skip
 
 
-@curate_app.command("expert")
+@config_command(
+    curate_app, "expert", RunConfig, arguments=["tasks"], inline=["expert"],
+    skip=["source", "model", "agent", "n", "knowledge", "workflows", "guide", "rounds", "expert.seed",
+          "expert.mistakes"],
+    same={"expert.seed": "seed"},
+    convert={"tasks": lambda paths: [str(Path(path).resolve()) for path in paths] if paths else None},
+    defaults={"source": "expert", "model": EXPERT_SPEC, "agent": {}, "expert": {}},
+)  # fmt: skip
 def expert_command(
-    tasks: Annotated[
-        list[Path], typer.Argument(help="Task files with canonical solutions (JSONL).", show_default=False)
-    ],
+    config: RunConfig,
     out: Annotated[Path, typer.Option(help="Run folder; running again resumes.")],
     dialect: Annotated[str, typer.Option(help=f"Turn format: {', '.join(DIALECTS)}.")] = "datamind",
     limit: Annotated[int | None, typer.Option(help="Only this many tasks of each file, drawn by seed.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the drawn tasks and of the expert's choices.")] = 0,
-    error_share: Annotated[float, typer.Option(help="Share of trajectories that make a mistake and fix it.")] = 0.25,
-    max_cells: Annotated[int, typer.Option(help="Most cells the computation is split into.")] = 2,
     concurrency: Annotated[int, typer.Option(help="Trajectories at once.")] = 2,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Play each task's canonical solution as a real trajectory (cells run in the sandbox), some with a mistake
     and its fix: training data without a strong model."""
+    if not config.tasks:
+        raise ConfigError("give the task files to play: TASKS... (or tasks in --config)")
     get_dialect(dialect)  # an unknown name stops here, in one line
-    playable, skipped = expert_tasks(task for path in tasks for task in drawn(read_tasks(path), limit, seed))
-    options = validated(ExpertOptions, dict(seed=seed, error_share=error_share, max_compute_cells=max_cells))
+    chosen = (task for path in config.tasks for task in drawn(read_tasks(path), limit, config.seed))
+    playable, skipped = expert_tasks(chosen)
     agent = validated(AgentConfig, dict(dialect=dialect, require_isolation=not allow_unisolated))
-    config = RunConfig(source="expert", tasks=[str(path.resolve()) for path in tasks], model=EXPERT_SPEC,
-                       agent=agent, expert=options, seed=seed)  # fmt: skip
+    config = config.model_copy(update={"agent": agent})
+    options = config.expert or ExpertOptions()
     folder = RunFolder(out)
     folder.start(config)
     console.print(f"[dim]{len(playable)} tasks ({len(skipped)} without a usable solution) · {dialect} · {out}[/]")

@@ -35,7 +35,7 @@ SHOWN_OUTPUT_CHARS = 300
 
 
 class CorrectionOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     rounds: int = Field(3, ge=0)
     """Corrections a chain may make after its first program (CodeSeq's chains average about 3)."""

@@ -36,7 +36,7 @@ EXPERT_SPEC = "expert"
 class ExpertOptions(BaseModel):
     """How the offline expert plays its tasks."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     seed: int = 0
     """Seeds every choice (phrasing, cells, mistakes), together with the task id and the trial."""
@@ -44,7 +44,7 @@ class ExpertOptions(BaseModel):
     """Share of trajectories that make one mistake and fix it (where a mistake applies to the task)."""
     mistakes: tuple[str, ...] = tuple(MISTAKES)
     """The kinds of mistake to make (``wrong_column``, ``missing_import``, ``dtype``, ``wrong_file``)."""
-    max_compute_cells: int = Field(2, ge=1, le=4)
+    max_compute_cells: int = Field(2, ge=1, le=4, json_schema_extra={"flag": "--max-cells"})
     """Most cells the computation is split into, at results worth printing on the way."""
 
     @field_validator("mistakes")

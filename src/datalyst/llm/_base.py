@@ -41,6 +41,7 @@ class SamplingParams(BaseModel):
     stop: tuple[str, ...] = ()
     """Generation ends at the first of these strings; the text keeps it (see :attr:`Completion.stop`)."""
     seed: int | None = None
+    """Seed of sampling (None: unseeded)."""
     logprobs: bool = False
     """Return the log-probability of each generated token (when the backend can)."""
 
