@@ -33,7 +33,7 @@ from datalyst.agent._trajectory import Termination, Trajectory, Turn, cell_key, 
 from datalyst.data import FileKind
 from datalyst.errors import DataFileError
 from datalyst.llm import ChatMessage, ChatModel, Completion, ContextOverflow, Role, SamplingParams
-from datalyst.sandbox import ExecResult, Limits, Mode, Sandbox
+from datalyst.sandbox import CodeExecutor, ExecResult, Limits, Mode, Sandbox
 from datalyst.tasks import Task, extract_answers, format_problems
 from datalyst.text import clip_middle
 
@@ -123,7 +123,7 @@ class PendingSandbox:
     cancelled is still closed by :meth:`aclose`, so nothing leaks.
     """
 
-    def __init__(self, future: asyncio.Future[Sandbox]) -> None:
+    def __init__(self, future: asyncio.Future[CodeExecutor]) -> None:
         self._future = future
         # A start that fails after its trajectory was cancelled has no one left to await it: mark its
         # error as seen, so asyncio does not print it as "never retrieved" (awaiters still get it).
@@ -137,12 +137,12 @@ class PendingSandbox:
     def fork(self) -> PendingSandbox:
         """A sandbox of its own in this one's state (variables and files), made once this one has started."""
 
-        async def forked() -> Sandbox:
+        async def forked() -> CodeExecutor:
             return await (await self.get()).afork()
 
         return PendingSandbox(asyncio.ensure_future(forked()))
 
-    async def get(self) -> Sandbox:
+    async def get(self) -> CodeExecutor:
         return await asyncio.shield(self._future)
 
     async def aclose(self) -> None:

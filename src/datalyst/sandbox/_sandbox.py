@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import shutil
@@ -43,20 +44,36 @@ class _Step:
 
 
 class Sandbox:
-    """Runs model-written Python and SQL for one trajectory.
+    """Runs model-written Python and SQL for one trajectory: the jail, its worker and the steps run so far.
 
-    ``mode="session"`` keeps one worker (and its variables) alive between cells;
-    ``mode="replay"`` keeps only the text of earlier cells (and queries) and re-runs it, silently,
-    in a fresh worker before each new cell, so nothing stays in memory between steps. Before a
-    replay the work folder is put back as it was before the first replayed step, so cells that
-    create, append to or delete files meet the same files as in a session. Both modes give the
-    same observations for the same cells. ``fork()`` makes an independent sandbox in the same state.
+    Two backends differ in what stays between steps (``mode``): :class:`SessionSandbox` keeps one worker (and its
+    variables) alive between cells; :class:`ReplaySandbox` keeps only the text of earlier cells (and queries) and
+    re-runs it, silently, in a fresh worker before each new cell, so nothing stays in memory between steps. Before
+    a replay the work folder is put back as it was before the first replayed step, so cells that create, append to
+    or delete files meet the same files as in a session. Both give the same observations for the same cells.
+    ``Sandbox(files, mode=...)`` makes the backend of that mode; ``fork()`` an independent sandbox in the same
+    state. Both backends are :class:`~datalyst.sandbox.CodeExecutor` s.
 
     Example::
 
         with Sandbox(files=["sales.csv"]) as sb:
             print(sb.run_python("import pandas as pd\\npd.read_csv('sales.csv').shape").stdout)
     """
+
+    mode: Mode
+    keeps_state: bool
+    """Whether a worker holds the variables of earlier steps (a worker that dies loses them)."""
+
+    def _stepped(self, holds_history: bool) -> None:
+        """What the backend does after a step that ``holds_history`` says the worker has run in full."""
+        raise NotImplementedError
+
+    def __new__(cls, *args: Any, mode: Mode = "session", **kwargs: Any) -> Sandbox:
+        if cls is Sandbox:
+            if mode not in _BACKENDS:
+                raise ConfigError(f"unknown sandbox mode {mode!r}; use 'session' or 'replay'")
+            cls = _BACKENDS[mode]
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -71,11 +88,10 @@ class Sandbox:
         forkserver: ForkServer | None = None,
         executor: Executor | None = None,
     ) -> None:
-        if mode not in ("session", "replay"):
-            raise ConfigError(f"unknown sandbox mode {mode!r}; use 'session' or 'replay'")
+        if mode != self.mode:
+            raise ConfigError(f"a {type(self).__name__} runs in {self.mode} mode, not {mode!r}")
         if require_isolation and not use_namespaces:
             raise ConfigError("use_namespaces=False runs model code without isolation; pass require_isolation=False")
-        self.mode: Mode = mode
         self.limits = limits or Limits()
         self.screen_code = screen_code
         self.require_isolation = require_isolation
@@ -267,10 +283,7 @@ class Sandbox:
         if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
             error = result.error.ename if result.error else None
             self._history.append(_Step({"op": "run", "code": code, "name": name}, name, error))
-        if self.mode == "replay":
-            self._drop_worker()
-        else:
-            self._synced = True
+        self._stepped(holds_history=True)
         return result
 
     def _restore_workdir(self) -> None:
@@ -342,7 +355,7 @@ class Sandbox:
         )
         if exchange.reply is None:
             self._drop_worker()
-            self._state_lost = self.mode == "session"  # a replay worker holds no state
+            self._state_lost = self.keeps_state  # a replay worker holds no state
             if self._state_lost:
                 self._restart_history()
             note = "the query timed out" if exchange.timed_out else exchange.exit_note
@@ -353,10 +366,7 @@ class Sandbox:
         reply = exchange.reply.model_dump(exclude={"id"})
         result = SqlResult.model_validate({**reply, "duration_s": exchange.duration_s})
         self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
-        if self.mode == "replay":  # its output file is part of what later cells see, so it is replayed too
-            self._drop_worker()
-        else:
-            self._synced = holds_history
+        self._stepped(holds_history)  # a replayed query too: its output file is part of what later cells see
         return result
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
@@ -385,7 +395,7 @@ class Sandbox:
         with self._busy:
             if self._closed:
                 raise SandboxError("this sandbox is closed; only an open sandbox can be forked")
-            fork = Sandbox(
+            fork = type(self)(
                 self.data_files,
                 mode=self.mode,
                 limits=self.limits,
@@ -480,6 +490,11 @@ class Sandbox:
         copy_folder(source._baseline, self._baseline)
         return copy_folder(source.host_workdir, self.host_workdir, skip=self._data_names())
 
+    async def arun_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
+        """``run_sql`` without blocking the event loop."""
+        run = functools.partial(self.run_sql, sql, output_path, db=db)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, run)
+
     async def afork(self, how: ForkWay = "snapshot") -> Sandbox:
         """``fork`` without blocking the event loop."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, self.fork, how)
@@ -526,6 +541,29 @@ class Sandbox:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class SessionSandbox(Sandbox):
+    """Keeps one worker, and the variables of every earlier cell, between steps."""
+
+    mode = "session"
+    keeps_state = True
+
+    def _stepped(self, holds_history: bool) -> None:
+        self._synced = holds_history
+
+
+class ReplaySandbox(Sandbox):
+    """Keeps only the text of earlier steps: a fresh worker replays them, silently, before the next one."""
+
+    mode = "replay"
+    keeps_state = False
+
+    def _stepped(self, holds_history: bool) -> None:
+        self._drop_worker()
+
+
+_BACKENDS: dict[str, type[Sandbox]] = {"session": SessionSandbox, "replay": ReplaySandbox}
 
 
 def _copy_memory_file(fd: int, size: int) -> int:
