@@ -22,6 +22,7 @@ from datalyst.search import Ending, ending_reward
 from datalyst.train import with_outcomes
 from datalyst.train._rewards import datamind_reward
 from datalyst.train._rollouts import score
+from datalyst.train._verl import compute_score
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "outcomes"
 
@@ -51,13 +52,15 @@ def test_the_ground_truth_filter_passes_the_trajectories_it_passed(stored):
     assert got == {row["id"]: row["curate"] for row in expected if "curate" in row}
 
 
-def test_rl_rewards_are_the_ones_it_gave(stored):
+def test_rl_and_verl_rewards_are_the_ones_rl_gave(stored):
     trajectories, expected = stored
     got = {}
     for trajectory in trajectories:
         if trajectory.task.checkable() and not trajectory.failed:
             run = asyncio.run(score(trajectory))
             reward = datamind_reward(correct=run.correct, well_formed=run.well_formed, length=run.length)
+            fields = {"outcome": run.outcome.model_dump_json(), "agent_tokens": run.length}  # what verl passes on
+            assert asyncio.run(compute_score("bench", "", None, extra_info=fields))["score"] == reward
             got[trajectory.id] = {"correct": run.correct, "well_formed": run.well_formed, "length": run.length,
                                   "reward": reward}  # fmt: skip
     assert got == {row["id"]: row["rl"] for row in expected if "rl" in row}
