@@ -16,7 +16,6 @@ from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._options import config_command, validated
 from datalyst.cli._shared import ManagedModel, drawn
 from datalyst.curate import (
-    DATARUS_MIX,
     EXPERT_SPEC,
     ChainSummary,
     ConsistencyJudge,
@@ -30,8 +29,6 @@ from datalyst.curate import (
     RuleConsistency,
     RunConfig,
     RunFolder,
-    Strategy,
-    Stratum,
     category_pass_rates,
     correct_programs,
     curation_report,
@@ -312,34 +309,20 @@ def refine_command(
     console.print(f"refined: {', '.join(refined) or 'none'} (saved in {folder.config_path})")
 
 
-@curate_app.command("filter")
+@config_command(curate_app, "filter", FilterOptions)
 def filter_command(
+    options: FilterOptions,
     run: Run,
-    strategy: Annotated[
-        Strategy, typer.Option(help="Which judged trajectories go on (DataMind's ablation found non-select best).")
-    ] = Strategy.NON_SELECT,
     tokenizer: Annotated[str, typer.Option(help="Model whose tokenizer measures answers (at most 1,024 tokens).")] = (
         "embedded:small"
     ),
     decontaminate: Annotated[
         bool, typer.Option(help="Drop tasks on DABench or TableBench questions or tables.")
     ] = True,
-    dedup_threshold: Annotated[float, typer.Option(help="Similarity at which a trajectory repeats a kept one.")] = 0.8,
-    max_overthinking: Annotated[float | None, typer.Option(help="Drop trajectories scoring above this.")] = None,
-    keep: Annotated[
-        int | None, typer.Option(help="Keep this many, 90% the most concise and 10% deeper explorations.")
-    ] = None,
-    mix: Annotated[
-        str | None,
-        typer.Option(help="Target strata shares: 'datarus' (40/35/15/10) or e.g. 'success=0.5,error_correction=0.5'."),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of random choices.")] = 0,
 ) -> None:
     """Select judged trajectories, apply the rule filters, drop duplicates and score what is left."""
     folder = RunFolder(run)
     folder.config()
-    options = validated(FilterOptions, dict(strategy=strategy, seed=seed, dedup_threshold=dedup_threshold,
-                                            max_overthinking=max_overthinking, keep=keep, mix=_mix(mix)))  # fmt: skip
     checks = rule_checks(_token_counter(tokenizer))
     if decontaminate:
         decontaminator = Decontaminator.from_benchmarks(benchmarks_dir())
@@ -429,20 +412,3 @@ def _token_counter(model: str) -> Callable[[str], int]:
     """How many tokens a text is for ``model``'s tokenizer."""
     encode = load_tokenizer(str(resolve_spec(model))).encode
     return lambda text: len(encode(text))
-
-
-def _mix(text: str | None) -> dict[Stratum, float] | None:
-    """``datarus`` or ``name=share,...`` as stratum shares."""
-    if text is None:
-        return None
-    if text == "datarus":
-        return dict(DATARUS_MIX)
-    shares: dict[Stratum, float] = {}
-    for part in text.split(","):
-        name, _, share = part.partition("=")
-        try:
-            shares[Stratum(name.strip())] = float(share)
-        except ValueError:
-            names = ", ".join(s.value for s in Stratum)
-            raise ConfigError(f"--mix {text!r}: write 'datarus' or name=share pairs with names among {names}") from None
-    return shares

@@ -199,7 +199,7 @@ def _options(
         else:
             info = typer.Option(*([custom] if custom else []), help=help_text)
         typed = Annotated[annotation, info]
-        mapping = get_origin(field.annotation) is dict
+        mapping = get_origin(field.annotation) is dict and not (field.json_schema_extra or {}).get("text")  # type: ignore[union-attr]
         yield _Option(path, inspect.Parameter(parameter, _KEYWORD, default=default, annotation=typed), flag, mapping)
 
 
@@ -268,6 +268,8 @@ def _cli_type(field: FieldInfo, default: Any) -> tuple[Any, Any]:
     annotation = field.annotation
     if default is ... or field.is_required():
         default = None
+    if (field.json_schema_extra or {}).get("text"):  # type: ignore[union-attr]
+        return str | None, None  # written as text that the model's validator reads
     origin = get_origin(annotation)
     if origin is dict:
         return list[str] | None, None  # KEY=VALUE, repeated

@@ -21,7 +21,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 from rich.progress import track
 
@@ -33,24 +33,40 @@ from datalyst.curate._overthinking import overthinking_score, sample_by_overthin
 from datalyst.curate._records import Check, Curated, Stratum
 from datalyst.curate._run import RunFolder
 from datalyst.curate._select import Dropped, Selected, Strategy, select
-from datalyst.curate._strata import mix_strata, stratum
+from datalyst.curate._strata import DATARUS_MIX, mix_strata, stratum
 from datalyst.files import write_atomic
 from datalyst.provenance import write_manifest
 
 
 class FilterOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     strategy: Strategy = Strategy.NON_SELECT
-    """DataMind's ablation found keeping every consistent trajectory best; ``con-select`` was its original."""
+    """Which judged trajectories go on (DataMind's ablation found non-select best). ``con-select`` was its
+    original."""
     seed: int = 0
+    """Seed of random choices."""
     dedup_threshold: float = Field(0.8, gt=0, lt=1)
-    """Estimated Jaccard similarity of code and thoughts at which a trajectory repeats a kept one."""
+    """Similarity at which a trajectory repeats a kept one (estimated Jaccard similarity of code and thoughts)."""
     max_overthinking: float | None = Field(None, ge=0)
+    """Drop trajectories scoring above this."""
     keep: int | None = Field(None, ge=0)
-    """Sample this many by overthinking score (90% concise, 10% deeper); None keeps all."""
-    mix: dict[Stratum, float] | None = None
-    """Target shares of the strata, e.g. Datarus's 40/35/15/10."""
+    """Keep this many, 90% the most concise and 10% deeper explorations (None keeps all)."""
+    mix: dict[Stratum, float] | None = Field(None, json_schema_extra={"text": True})
+    """Target strata shares: 'datarus' (40/35/15/10) or e.g. 'success=0.5,error_correction=0.5'."""
+
+    @field_validator("mix", mode="before")
+    @classmethod
+    def _written_shares(cls, value: object) -> object:
+        """``datarus``, or ``name=share`` pairs separated by commas, as the shares of the strata."""
+        if value == "datarus":
+            return dict(DATARUS_MIX)
+        if isinstance(value, str):
+            pairs = [part.partition("=") for part in value.split(",")]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError(f"write 'datarus' or name=share pairs, not {value!r}")
+            return {name.strip(): share for name, _, share in pairs}
+        return value
 
 
 class StageCount(BaseModel):
