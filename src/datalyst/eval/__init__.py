@@ -1,4 +1,4 @@
-"""Evaluation: benchmarks by name, runs of the agent over tasks x trials, verdicts, pass@k and reports."""
+"""Evaluation: benchmarks by name, runs of the agent over tasks x trials, outcomes, pass@k and reports."""
 
 from datalyst.eval._benches import BENCHES, load_bench
 from datalyst.eval._compare import Comparison, Difference, GroupBy, compare_runs, paired_difference

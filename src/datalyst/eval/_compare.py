@@ -107,8 +107,8 @@ def compare_runs(
     this compares two dialects of one run. ``by`` adds pass@1's difference in each group of tasks: by
     difficulty level, category or the format of the task's file (read from the runs' ``tasks.jsonl``).
     """
-    verdicts_a, verdicts_b = read_outcomes(run_a), read_outcomes(run_b)
-    dialects_a, dialects_b = dialects_of(verdicts_a), dialects_of(verdicts_b)
+    outcomes_a, outcomes_b = read_outcomes(run_a), read_outcomes(run_b)
+    dialects_a, dialects_b = dialects_of(outcomes_a), dialects_of(outcomes_b)
     for chosen, present, run in ((dialect_a, dialects_a, run_a), (dialect_b, dialects_b, run_b)):
         if chosen is not None and chosen not in present:
             raise ConfigError(f"{run} has no {chosen!r} trajectories (it has {', '.join(present) or 'none'})")
@@ -122,8 +122,8 @@ def compare_runs(
     tasks = _tasks(run_a, run_b) if by is not None else {}
     compared = []
     for dialect_a, dialect_b in pairs:
-        ids_a, matrix_a = score_matrix([v for v in verdicts_a if v.dialect == dialect_a])
-        ids_b, matrix_b = score_matrix([v for v in verdicts_b if v.dialect == dialect_b])
+        ids_a, matrix_a = score_matrix([v for v in outcomes_a if v.dialect == dialect_a])
+        ids_b, matrix_b = score_matrix([v for v in outcomes_b if v.dialect == dialect_b])
         shared = sorted(set(ids_a) & set(ids_b))
         if not shared:
             raise ConfigError(f"{run_a} and {run_b} share no task; compare runs of the same benchmark")

@@ -72,7 +72,7 @@ class EvalConfig(BaseModel):
         return self
 
     def changed_settings(self, other: EvalConfig) -> list[str]:
-        """The settings in which ``other`` makes different trajectories or verdicts (not how fast it runs, nor
+        """The settings in which ``other`` makes different trajectories or outcomes (not how fast it runs, nor
         the reformat model, whose reformatted answers are kept apart by model)."""
         mine, theirs = self.model_dump(exclude=FREE_TO_CHANGE), other.model_dump(exclude=FREE_TO_CHANGE)
         return [name for name, value in mine.items() if theirs[name] != value]

@@ -1,4 +1,4 @@
-"""Why answers were wrong, by kind: rules over each trajectory and its verdict, counted for a whole run.
+"""Why answers were wrong, by kind: rules over each trajectory and its outcome, counted for a whole run.
 
 Each trajectory that is not fully right gets one kind, the first that applies:
 
@@ -99,9 +99,9 @@ def _used_other_method(task_text: str, code: str) -> bool:
     return False
 
 
-def failure_kind(trajectory: Trajectory, verdict: EvalOutcome) -> str | None:
+def failure_kind(trajectory: Trajectory, outcome: EvalOutcome) -> str | None:
     """The kind of failure of ``trajectory`` (None when its answer is fully right)."""
-    if verdict.correct:
+    if outcome.correct:
         return None
     if trajectory.termination == Termination.FAILED:
         return "failed"
@@ -113,13 +113,13 @@ def failure_kind(trajectory: Trajectory, verdict: EvalOutcome) -> str | None:
         return _error_kind(last.error.ename, f"{last.error.evalue}\n{last.error.traceback}")
     expected = trajectory.task.answer if isinstance(trajectory.task.answer, dict) else {}
     given = extract_answers(trajectory.answer)
-    if (expected and not set(given) & set(expected)) or verdict.reformatted_score == 1.0:
+    if (expected and not set(given) & set(expected)) or outcome.reformatted_score == 1.0:
         return "format"
     task = trajectory.task
     code = "\n".join(turn.code for turn in trajectory.turns if turn.code)
     if _used_other_method(f"{task.question}\n{task.constraints}", code):
         return "wrong method"
-    wrong = verdict.detail.removeprefix("wrong: ").split(", ") if verdict.detail else []
+    wrong = outcome.detail.removeprefix("wrong: ").split(", ") if outcome.detail else []
     pairs = [(given.get(name), str(expected[name])) for name in wrong if name in expected]
     if pairs and all(_no_value(value) and not _no_value(want) for value, want in pairs):
         return "no value"
@@ -171,8 +171,8 @@ def _error_kind(name: str, text: str) -> str:
     return "other error"
 
 
-def failure_counts(trajectories: Sequence[Trajectory], verdicts: Sequence[EvalOutcome]) -> dict[str, int]:
+def failure_counts(trajectories: Sequence[Trajectory], outcomes: Sequence[EvalOutcome]) -> dict[str, int]:
     """How many of the run's trajectories failed in each kind (``KINDS`` order; kinds with none left out)."""
     by_key = {(t.dialect, t.id): t for t in trajectories}
-    counts = Counter(failure_kind(by_key[v.dialect, v.trajectory_id], v) for v in verdicts)
+    counts = Counter(failure_kind(by_key[v.dialect, v.trajectory_id], v) for v in outcomes)
     return {kind: counts[kind] for kind in KINDS if counts[kind]}

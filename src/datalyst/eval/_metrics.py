@@ -73,9 +73,9 @@ HUMANEVAL_KS = (1, 10, 100)
 """The k of HumanEval's harness, each reported only where every problem has at least k samples."""
 
 
-def humaneval_pass_at_k(verdicts: Sequence[EvalOutcome]) -> dict[str, float]:
+def humaneval_pass_at_k(outcomes: Sequence[EvalOutcome]) -> dict[str, float]:
     """HumanEval's figures: the mean over problems of the unbiased pass@k, for each k every problem reaches."""
-    _, matrix = score_matrix(verdicts)
+    _, matrix = score_matrix(outcomes)
     if matrix.size == 0:
         return {}
     n, correct = matrix.shape[1], (matrix == 1.0).sum(axis=1)
@@ -83,21 +83,21 @@ def humaneval_pass_at_k(verdicts: Sequence[EvalOutcome]) -> dict[str, float]:
             for k in HUMANEVAL_KS if k <= n}  # fmt: skip
 
 
-def score_matrix(verdicts: Sequence[EvalOutcome]) -> tuple[list[str], np.ndarray]:
+def score_matrix(outcomes: Sequence[EvalOutcome]) -> tuple[list[str], np.ndarray]:
     """Task ids and a tasks x trials matrix of scores (a missing trial counts 0)."""
-    task_ids = sorted({v.task_id for v in verdicts}, key=_natural)
-    trials = sorted({v.trial for v in verdicts})
+    task_ids = sorted({v.task_id for v in outcomes}, key=_natural)
+    trials = sorted({v.trial for v in outcomes})
     row = {task_id: i for i, task_id in enumerate(task_ids)}
     col = {trial: j for j, trial in enumerate(trials)}
     matrix = np.zeros((len(task_ids), len(trials)))
-    for v in verdicts:
+    for v in outcomes:
         matrix[row[v.task_id], col[v.trial]] = v.score
     return task_ids, matrix
 
 
-def pass_rates(verdicts: Sequence[EvalOutcome], *, seed: int = 0) -> PassRates:
-    """pass@1 and pass@k over the tasks in ``verdicts``, k being the number of trials."""
-    _, matrix = score_matrix(verdicts)
+def pass_rates(outcomes: Sequence[EvalOutcome], *, seed: int = 0) -> PassRates:
+    """pass@1 and pass@k over the tasks in ``outcomes``, k being the number of trials."""
+    _, matrix = score_matrix(outcomes)
     if matrix.size == 0:
         matrix = np.zeros((matrix.shape[0], 1))
     per_task_1, per_task_k = matrix.mean(axis=1), matrix.max(axis=1)

@@ -47,18 +47,18 @@ def pool_runs(runs: Sequence[str | Path]) -> Pool:
         if differing := [name for name in configs[0].changed_settings(config) if name not in TASK_CHOICE]:
             raise ConfigError(f"{run} differs from {runs[0]} in {', '.join(differing)}; pool runs of one setup only")
     one_reformatter = len({config.reformat_model for config in configs}) == 1
-    verdicts, owner = [], {}
+    outcomes, owner = [], {}
     for run in runs:
         mine = read_outcomes(run)
         for task_id in {v.task_id for v in mine}:
             if task_id in owner:
                 raise ConfigError(f"task {task_id} is in both {owner[task_id]} and {run}; pool disjoint runs only")
             owner[task_id] = run
-        verdicts += mine
+        outcomes += mine
     seed = configs[0].seed
     pooled = []
-    for dialect in dialects_of(verdicts):
-        mine = [v for v in verdicts if v.dialect == dialect]
+    for dialect in dialects_of(outcomes):
+        mine = [v for v in outcomes if v.dialect == dialect]
         reformatted = None
         if one_reformatter and all(v.reformatted_score is not None for v in mine):
             rescored = [v.model_copy(update={"score": v.reformatted_score}) for v in mine]

@@ -79,7 +79,7 @@ def build_report(
     config: EvalConfig,
     tasks: Sequence[Task],
     trajectories: Sequence[Trajectory],
-    verdicts: Sequence[EvalOutcome],
+    outcomes: Sequence[EvalOutcome],
     costs: Mapping[tuple[str, str], Cost] | None = None,
     reformatted: Mapping[tuple[str, str], str] | None = None,
 ) -> EvalReport:
@@ -88,7 +88,7 @@ def build_report(
     by_id = {task.id: task for task in tasks}
     dialects = []
     for dialect in config.dialects:
-        mine = [v for v in verdicts if v.dialect == dialect]
+        mine = [v for v in outcomes if v.dialect == dialect]
         runs = [t for t in trajectories if t.dialect == dialect]
         dialects.append(
             DialectReport(
@@ -118,17 +118,17 @@ def _all_judged(tasks: Sequence[Task], judge: str) -> bool:
     return bool(tasks) and all(task.judge == judge for task in tasks)
 
 
-def failure_page(verdict: EvalOutcome) -> str:
-    return f"failures/{verdict.dialect}/{verdict.trajectory_id.replace('#', '-')}.html"
+def failure_page(outcome: EvalOutcome) -> str:
+    return f"failures/{outcome.dialect}/{outcome.trajectory_id.replace('#', '-')}.html"
 
 
 def _grouped(
-    verdicts: Sequence[EvalOutcome], key: Callable[[EvalOutcome], str | None], seed: int
+    outcomes: Sequence[EvalOutcome], key: Callable[[EvalOutcome], str | None], seed: int
 ) -> dict[str, PassRates]:
     groups: dict[str, list[EvalOutcome]] = {}
-    for verdict in verdicts:
-        if (name := key(verdict)) is not None:  # tasks without a level or category are in no group
-            groups.setdefault(name, []).append(verdict)
+    for outcome in outcomes:
+        if (name := key(outcome)) is not None:  # tasks without a level or category are in no group
+            groups.setdefault(name, []).append(outcome)
     return {name: pass_rates(groups[name], seed=seed) for name in sorted(groups, key=group_order)}
 
 
@@ -140,7 +140,7 @@ def group_order(name: str) -> tuple[int, str]:
 def _dabench_figures(
     tasks: Sequence[Task],
     runs: Sequence[Trajectory],
-    verdicts: Sequence[EvalOutcome],
+    outcomes: Sequence[EvalOutcome],
     config: EvalConfig,
     reformatted: Mapping[tuple[str, str], str] | None,
 ) -> dict[str, DABenchFigures] | None:
@@ -152,11 +152,11 @@ def _dabench_figures(
     raw = {(t.dialect, t.id): t.answer or "" for t in runs}
     figures = {
         "raw": DABenchFigures(
-            rates=pass_rates(verdicts, seed=config.seed), **_dabench_views(runs, raw, labels, numbers, config.trials)
+            rates=pass_rates(outcomes, seed=config.seed), **_dabench_views(runs, raw, labels, numbers, config.trials)
         )
     }
     if reformatted is not None:
-        rescored = [v.model_copy(update={"score": v.reformatted_score or 0.0}) for v in verdicts]
+        rescored = [v.model_copy(update={"score": v.reformatted_score or 0.0}) for v in outcomes]
         views = _dabench_views(runs, reformatted, labels, numbers, config.trials)
         figures["reformatted"] = DABenchFigures(rates=pass_rates(rescored, seed=config.seed), **views)
     return figures
@@ -216,17 +216,17 @@ def _tablebench_view(
 
 
 def write_reports(
-    report: EvalReport, trajectories: Sequence[Trajectory], verdicts: Sequence[EvalOutcome], out_dir: Path
+    report: EvalReport, trajectories: Sequence[Trajectory], outcomes: Sequence[EvalOutcome], out_dir: Path
 ) -> None:
     """``report.json``, ``report.md``, ``chart.png`` and one HTML page per failed trajectory."""
     write_atomic(out_dir / "report.json", report.model_dump_json(indent=2))
     write_atomic(out_dir / "report.md", render_markdown(report))
     draw_chart(report, out_dir / "chart.png")
     by_id = {(t.dialect, t.id): t for t in trajectories}
-    for verdict in verdicts:
-        page = out_dir / failure_page(verdict)
-        if not verdict.correct and not page.exists():
-            write_atomic(page, to_html(by_id[verdict.dialect, verdict.trajectory_id]))
+    for outcome in outcomes:
+        page = out_dir / failure_page(outcome)
+        if not outcome.correct and not page.exists():
+            write_atomic(page, to_html(by_id[outcome.dialect, outcome.trajectory_id]))
 
 
 def render_markdown(report: EvalReport) -> str:

@@ -163,16 +163,16 @@ async def ascore_run(
         reformatted = await areformat_run(
             out_dir, trajectories, config.reformat_model, reformat_model, concurrency=config.concurrency
         )
-    verdicts = await ajudge_trajectories(
+    outcomes = await ajudge_trajectories(
         trajectories,
         judge_model=judge_model,
         reformatted=reformatted,
         require_isolation=config.agent.require_isolation,
     )
-    write_atomic(out_dir / "outcomes.jsonl", "".join(v.model_dump_json() + "\n" for v in verdicts))
+    write_atomic(out_dir / "outcomes.jsonl", "".join(v.model_dump_json() + "\n" for v in outcomes))
     costs = strategy_costs(out_dir, config, trajectories)
-    report = build_report(config, run_tasks(out_dir), trajectories, verdicts, costs, reformatted)
-    write_reports(report, trajectories, verdicts, out_dir)
+    report = build_report(config, run_tasks(out_dir), trajectories, outcomes, costs, reformatted)
+    write_reports(report, trajectories, outcomes, out_dir)
     return report
 
 
@@ -211,5 +211,5 @@ def read_outcomes(out_dir: str | Path) -> list[EvalOutcome]:
     return [EvalOutcome.model_validate_json(line) for line in lines if line.strip()]
 
 
-def dialects_of(verdicts: Sequence[EvalOutcome]) -> list[str]:
-    return list(dict.fromkeys(v.dialect for v in verdicts))
+def dialects_of(outcomes: Sequence[EvalOutcome]) -> list[str]:
+    return list(dict.fromkeys(v.dialect for v in outcomes))

@@ -1,4 +1,4 @@
-"""What the Runs and Data pages read: evaluation runs with their verdicts, and tasks or trajectories files.
+"""What the Runs and Data pages read: evaluation runs with their outcomes, and tasks or trajectories files.
 
 Everything here reads files the server was given; names come in relative to those folders and are resolved
 by :func:`inside`, so no request reaches a file outside them.
@@ -81,18 +81,18 @@ def run_rows(root: Path, run_id: str, filters: dict[str, str]) -> dict[str, Any]
 
 @functools.lru_cache(maxsize=8)
 def _run_rows(folder: Path, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """Every row of a run, remembered while its verdicts and report stay the same (``stamp``): a filter
+    """Every row of a run, remembered while its outcomes and report stay the same (``stamp``): a filter
     applied again must not read every trajectory again."""
     tasks = {task.id: task for task in read_tasks(folder / "tasks.jsonl")}
     answers = {(t.dialect, t.id): t.answer for t in _run_trajectories(folder)}
     rows = []
-    for verdict in read_outcomes(folder):
-        task = tasks.get(verdict.task_id)
-        outcome = "right" if verdict.correct else "wrong" if verdict.answered else "unanswered"
+    for judged in read_outcomes(folder):
+        task = tasks.get(judged.task_id)
+        outcome = "right" if judged.correct else "wrong" if judged.answered else "unanswered"
         rows.append({
-            "id": verdict.trajectory_id, "dialect": verdict.dialect, "trial": verdict.trial, "verdict": outcome,
-            "score": verdict.score, "detail": verdict.detail, "answer": _clip(answers.get((verdict.dialect,
-            verdict.trajectory_id))), **_task_fields(task),
+            "id": judged.trajectory_id, "dialect": judged.dialect, "trial": judged.trial, "verdict": outcome,
+            "score": judged.score, "detail": judged.detail, "answer": _clip(answers.get((judged.dialect,
+            judged.trajectory_id))), **_task_fields(task),
         })  # fmt: skip
     return rows
 
