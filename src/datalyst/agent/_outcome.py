@@ -91,7 +91,7 @@ async def ajudge_trajectory(
     form = form_problem(trajectory)
     common = {"trajectory_id": trajectory.id, "task_id": task.id, "dialect": trajectory.dialect,
               "trial": trajectory.trial, "form": form and form[0]}  # fmt: skip
-    if not answer or not answer.strip():
+    if not (answer or "").strip():
         detail = trajectory.error or f"no answer ({trajectory.termination.value})"
         return Outcome(**common, status=Status.UNANSWERED, detail=detail)
     judgement = await judge_for(task, model=judge_model, require_isolation=require_isolation).ajudge(answer)

@@ -14,7 +14,7 @@ from rich.console import Console
 from datalyst.agent import ANALYST_OPTIONS, DIALECTS, AgentConfig, get_dialect, rollout
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._options import config_command, validated
-from datalyst.cli._shared import ManagedModel, drawn
+from datalyst.cli._shared import ManagedModel, absolute_all, drawn, model_spec
 from datalyst.curate import (
     EXPERT_SPEC,
     ChainSummary,
@@ -67,10 +67,9 @@ Run = Annotated[Path, typer.Argument(help="A curation run folder.", show_default
 @config_command(
     curate_app, "sample", RunConfig, arguments=["tasks"], inline=["agent", "agent.sampling"],
     skip=["source", "workflows", "expert", "guide", "rounds", "agent.require_isolation", "agent.sandbox_mode",
-          "agent.limits", "agent.sampling.n", "agent.sampling.stop", "agent.sampling.logprobs"],
+          "agent.limits"],
     same={"agent.sampling.seed": "seed"},
-    convert={"model": lambda spec: str(resolve_spec(spec)),
-             "tasks": lambda paths: [str(Path(path).resolve()) for path in paths] if paths else None},
+    convert={"model": model_spec, "tasks": absolute_all},
     presets={"analyst": {f"agent.{name}": value for name, value in ANALYST_OPTIONS.items()}},
     defaults={"source": "sample", "n": 3, "agent.sampling.temperature": 0.7, "agent.sampling.top_p": 0.95},
 )  # fmt: skip
@@ -107,10 +106,7 @@ def sample_command(
     asyncio.run(go())
 
 
-@config_command(
-    curate_app, "sequences", CorrectionOptions, inline=["sampling"],
-    skip=["sampling.n", "sampling.stop", "sampling.logprobs"],
-)  # fmt: skip
+@config_command(curate_app, "sequences", CorrectionOptions, inline=["sampling"])
 def sequences_command(
     options: CorrectionOptions,
     tasks: Annotated[
@@ -158,7 +154,7 @@ def sequences_command(
     skip=["source", "model", "agent", "n", "knowledge", "workflows", "guide", "rounds", "expert.seed",
           "expert.mistakes"],
     same={"expert.seed": "seed"},
-    convert={"tasks": lambda paths: [str(Path(path).resolve()) for path in paths] if paths else None},
+    convert={"tasks": absolute_all},
     defaults={"source": "expert", "model": EXPERT_SPEC, "agent": {}, "expert": {}},
 )  # fmt: skip
 def expert_command(

@@ -14,7 +14,7 @@ from rich.console import Console
 from datalyst.agent import get_dialect
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._options import config_command
-from datalyst.cli._shared import ManagedModel
+from datalyst.cli._shared import ManagedModel, absolute, model_spec
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval import (
     REFORMATTER,
@@ -54,16 +54,11 @@ eval_app = typer.Typer(help="Evaluate agents on benchmarks: run, score, compare.
 app.add_typer(eval_app, name="eval")
 
 
-def _absolute(path: str | None) -> str | None:
-    return str(Path(path).resolve()) if path else None
-
-
 @config_command(
     eval_app, "run", EvalConfig, inline=["agent", "agent.sampling", "search"],
-    skip=["agent.dialect", "agent.require_isolation", "agent.sandbox_mode", "agent.limits", "agent.sampling.n",
-          "agent.sampling.stop", "agent.sampling.logprobs", "search.max_live"],
+    skip=["agent.dialect", "agent.require_isolation", "agent.sandbox_mode", "agent.limits", "search.max_live"],
     same={"agent.sampling.seed": "seed", "search.max_depth": "agent.max_turns"},
-    convert={"model": lambda spec: str(resolve_spec(spec)), "value_model": _absolute, "completion_cache": _absolute},
+    convert={"model": model_spec, "value_model": absolute, "completion_cache": absolute},
 )  # fmt: skip
 def run_command(
     config: EvalConfig,

@@ -179,8 +179,8 @@ def _options(
     default is the one its parent's default holds."""
     for name, field in model.model_fields.items():
         path = (*at, name)
-        if path in skip:
-            continue
+        if path in skip or (field.json_schema_extra or {}).get("option") is False:  # type: ignore[union-attr]
+            continue  # what the stage sets, never the user (how many completions, stop strings)
         default = getattr(defaults, name) if defaults is not None else field.get_default(call_default_factory=True)
         default = own.get(path, default)
         nested = _nested_model(field.annotation)

@@ -12,9 +12,8 @@ from rich.console import Console
 from datalyst.agent import Agent, AgentConfig, get_dialect
 from datalyst.cli._app import AllowUnisolated, app
 from datalyst.cli._options import config_command, validated
-from datalyst.cli._shared import ManagedModel, drawn
+from datalyst.cli._shared import ManagedModel, drawn, model_spec
 from datalyst.errors import ConfigError
-from datalyst.llm import resolve_spec
 from datalyst.search import COLLECTING, SearchRun, Tree, decide, search_tasks, value_examples
 from datalyst.tasks import read_tasks
 from datalyst.train import load_value_model, write_value_examples
@@ -26,8 +25,8 @@ console = Console(stderr=True, highlight=False)
 
 @config_command(
     search_app, "run", SearchRun, arguments=["tasks"], inline=["search", "sampling"],
-    skip=["search.max_live", "sampling.n", "sampling.stop", "sampling.logprobs"], same={"sampling.seed": "seed"},
-    convert={"model": lambda spec: str(resolve_spec(spec))}, presets={"collect": COLLECTING},
+    skip=["search.max_live"], same={"sampling.seed": "seed"}, convert={"model": model_spec},
+    presets={"collect": COLLECTING},
 )  # fmt: skip
 def run_command(
     config: SearchRun,

@@ -1,12 +1,27 @@
-"""Helpers several commands share: a model loaded when first asked, and tasks drawn by seed."""
+"""Helpers several commands share: a model loaded when first asked, tasks drawn by seed, and what a command line
+writes turned into what a config model holds (a model spec resolved, paths made absolute)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
-from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model
+from datalyst.llm import ChatMessage, Completion, SamplingParams, load_model, resolve_spec
 from datalyst.tasks import Task
+
+
+def model_spec(spec: str | None) -> str:
+    """The spec a run uses: the one given, else the configured default (``datalyst.llm.resolve_spec``)."""
+    return str(resolve_spec(spec))
+
+
+def absolute(path: str | None) -> str | None:
+    return str(Path(path).resolve()) if path else None
+
+
+def absolute_all(paths: Sequence[str] | None) -> list[str] | None:
+    return None if paths is None else [str(Path(path).resolve()) for path in paths]
 
 
 class ManagedModel:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from datalyst.cli._app import app
 from datalyst.cli._options import config_command
+from datalyst.cli._shared import absolute, absolute_all
 from datalyst.errors import ConfigError
 from datalyst.train import RLConfig, SFTConfig, adapter_to_gguf, package_adapter, train_rl, train_sft
 
@@ -20,7 +21,7 @@ app.add_typer(train_app, name="train")
 console = Console(stderr=True, highlight=False)
 
 
-@config_command(train_app, "sft", SFTConfig, arguments=["data"])
+@config_command(train_app, "sft", SFTConfig, arguments=["data"], convert={"data": absolute_all})
 def sft_command(
     config: SFTConfig,
     out: Annotated[Path, typer.Option(help="Run folder; running again resumes from the last checkpoint.")],
@@ -29,9 +30,8 @@ def sft_command(
     """Supervised fine-tuning on the agent's own tokens (LoRA by default); resumable at any step."""
     if not config.data:
         raise ConfigError("give the examples to train on: DATA... (or data in --config)")
-    resolved = {"data": [str(Path(path).resolve()) for path in config.data],
-                "caps": {str(Path(path).resolve()): count for path, count in config.caps.items()}}  # fmt: skip
-    result = train_sft(config.model_copy(update=resolved), out, save_every=save_every)
+    caps = {absolute(path): count for path, count in config.caps.items()}  # as the data paths are
+    result = train_sft(config.model_copy(update={"caps": caps}), out, save_every=save_every)
     rate = result.tokens / result.seconds if result.seconds else 0.0
     console.print(
         f"{_steps(result.steps)} over {result.examples} examples, {result.tokens:,} tokens at {rate:.1f} tokens/s; "
@@ -39,7 +39,7 @@ def sft_command(
     )
 
 
-@config_command(train_app, "rl", RLConfig, arguments=["tasks"])
+@config_command(train_app, "rl", RLConfig, arguments=["tasks"], convert={"tasks": absolute_all})
 def rl_command(
     config: RLConfig,
     out: Annotated[Path, typer.Option(help="Run folder; running again resumes from the last checkpoint.")],
@@ -47,7 +47,6 @@ def rl_command(
     """Reinforcement learning over the agent's own runs in the sandbox, rewarded by each task's judge."""
     if not config.tasks:
         raise ConfigError("give the task files to learn from: TASKS... (or tasks in --config)")
-    config = config.model_copy(update={"tasks": [str(Path(path).resolve()) for path in config.tasks]})
     result = train_rl(config, out)
     console.print(f"{_steps(result.steps)}, mean reward {result.mean_reward:.3f}; adapter in {result.adapter}")
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from datalyst.cli._options import config_command
+from datalyst.cli._shared import absolute, absolute_all
 from datalyst.cli._train import console, train_app
 from datalyst.errors import ConfigError
 from datalyst.train import (
@@ -47,10 +48,9 @@ def value_data_command(
     )
 
 
-@config_command(train_app, "value", ValueConfig, arguments=["data"])
+@config_command(train_app, "value", ValueConfig, arguments=["data"], convert={"data": absolute})
 def value_command(config: ValueConfig, out: Out, save_every: SaveEvery = 1) -> None:
     """Train JUPITER's value model (LoRA backbone, mean-pooled head, tanh) with the squared error to the values."""
-    config = config.model_copy(update={"data": str(Path(config.data).resolve())})
     _report(train_value(config, out, save_every=save_every))
 
 
@@ -78,12 +78,11 @@ def _figure(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-@config_command(train_app, "hrm", HRMConfig, arguments=["trajectories"])
+@config_command(train_app, "hrm", HRMConfig, arguments=["trajectories"], convert={"trajectories": absolute_all})
 def hrm_command(config: HRMConfig, out: Out, save_every: SaveEvery = 1) -> None:
     """Train Datarus's hierarchical reward model: step and trajectory scores plus preferences between runs."""
     if not config.trajectories:
         raise ConfigError("give the trajectories to learn from: TRAJECTORIES... (or trajectories in --config)")
-    config = config.model_copy(update={"trajectories": [str(Path(path).resolve()) for path in config.trajectories]})
     _report(train_hrm(config, out, save_every=save_every))
 
 

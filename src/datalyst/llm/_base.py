@@ -30,7 +30,7 @@ class SamplingParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    n: int = Field(1, ge=1)
+    n: int = Field(1, ge=1, json_schema_extra={"option": False})
     """Completions to return for the same messages."""
     temperature: float = Field(0.0, ge=0)
     """Sampling temperature (0: greedy)."""
@@ -38,11 +38,11 @@ class SamplingParams(BaseModel):
     """Nucleus sampling: the smallest set of tokens whose probabilities add up to this."""
     max_tokens: int = Field(1024, ge=1)
     """Tokens per model turn (per completion) at most."""
-    stop: tuple[str, ...] = ()
+    stop: tuple[str, ...] = Field((), json_schema_extra={"option": False})
     """Generation ends at the first of these strings; the text keeps it (see :attr:`Completion.stop`)."""
     seed: int | None = None
     """Seed of sampling (None: unseeded)."""
-    logprobs: bool = False
+    logprobs: bool = Field(False, json_schema_extra={"option": False})
     """Return the log-probability of each generated token (when the backend can)."""
 
 
