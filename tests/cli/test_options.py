@@ -150,3 +150,27 @@ def test_a_preset_fills_what_the_run_does_not_set(monkeypatch):
     for args in (["--fast"], ["--fast", "--lr", "0.3"], ["--lr", "0.3"]):
         assert CliRunner().invoke(app, ["go", *args]).exit_code == 0
     assert [(c.lr, c.inner.rank) for c in seen] == [(0.9, 2), (0.3, 2), (0.3, 8)]
+
+
+def test_every_option_of_every_command_says_what_it_is_for():
+    import typer.main
+
+    from datalyst.cli._app import _register, app
+
+    _register()
+
+    def commands(group: typer.Typer, prefix: str = ""):
+        for info in group.registered_commands:
+            yield f"{prefix}{info.name}", typer.main.get_command_from_info(info, pretty_exceptions_short=True,
+                                                                      rich_markup_mode="rich")  # fmt: skip
+        for sub in group.registered_groups:
+            yield from commands(sub.typer_instance, f"{prefix}{sub.name} ")
+
+    silent = [
+        f"{name} {param.opts[0]}"
+        for name, command in commands(app)
+        for param in command.params
+        if isinstance(param, typer.core.TyperOption) and not param.help
+    ]
+    assert len(list(commands(app))) > 40
+    assert silent == [], silent

@@ -3,6 +3,7 @@ an exception in the host."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -156,6 +157,7 @@ class FakeWorker:
         os.close(status_w)  # the "monitor" has reported and exited: kill() returns at once
         handle = WorkerProcess.__new__(WorkerProcess)
         handle.ctrl = ctrl
+        ctrl.setblocking(False)
         handle.stdout_fd, handle.stderr_fd, handle.status_fd = out_r, err_r, status_r
         for fd in (out_r, err_r, status_r):
             os.set_blocking(fd, False)
@@ -207,13 +209,8 @@ def fake() -> Iterator[FakeWorker]:
 
 
 def run_cell(fake: FakeWorker, **options: Any):
-    return fake.handle.exchange(
-        {"op": "run", "code": "1", "name": "<c>", "replay": []},
-        reply=CellReply,
-        timeout_s=10,
-        max_output_bytes=1000,
-        **options,
-    )
+    request = {"op": "run", "code": "1", "name": "<c>", "replay": []}
+    return asyncio.run(fake.handle.exchange(request, reply=CellReply, timeout_s=10, max_output_bytes=1000, **options))
 
 
 def test_an_honest_reply_is_taken(fake):

@@ -163,12 +163,12 @@ def test_the_stage_counts_its_funnel_and_resumes(screened, tmp_path):
     _, mean = screened
     out = tmp_path / "mined.jsonl"
     (tmp_path / "repo" / "broken.ipynb").write_text("not a notebook")
-    funnel, summary = make_notebook_tasks([tmp_path / "repo"], out, ReplayModel(replies(mean)),
-                                          filters=NotebookFilters(min_code_lines=3), progress=False)  # fmt: skip
+    short = MiningOptions(filters=NotebookFilters(min_code_lines=3))
+    funnel, summary = make_notebook_tasks([tmp_path / "repo"], out, ReplayModel(replies(mean)), options=short,
+                                          progress=False)  # fmt: skip
     assert funnel.model_dump() == {"found": 2, "dropped": {"unreadable": 1}, "capped": 0, "mined": 1}
     assert summary.tasks == 1 and read_tasks(out)[0].lineage.verified
-    _, summary = make_notebook_tasks([tmp_path / "repo"], out, ReplayModel([]),
-                                         filters=NotebookFilters(min_code_lines=3), progress=False)  # fmt: skip
+    _, summary = make_notebook_tasks([tmp_path / "repo"], out, ReplayModel([]), options=short, progress=False)
     assert summary.tasks == 1  # nothing asked twice
 
 
@@ -196,8 +196,9 @@ def test_a_notebook_the_agent_exported_gives_back_its_task_and_answer(tmp_path, 
         solve=steps,
         constrain={"constraints": "", "format": original.format, "label": f"@total_units[{total}]"},
     )
+    short = MiningOptions(filters=NotebookFilters(min_code_lines=1))
     funnel, _ = make_notebook_tasks([tmp_path / "exported"], tmp_path / "mined.jsonl", ReplayModel(recorded),
-                                    filters=NotebookFilters(min_code_lines=1), progress=False)  # fmt: skip
+                                    options=short, progress=False)  # fmt: skip
     [mined] = read_tasks(tmp_path / "mined.jsonl")
     assert funnel.mined == 1 and mined.question == original.question
     assert mined.answer == {"total_units": total} and mined.lineage.verified

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -117,7 +115,7 @@ def analyst_config(**fields: Any) -> AgentConfig:
 
 
 class PendingSandbox:
-    """A trajectory's sandbox, starting (or forking) in a worker thread while the model writes.
+    """A trajectory's sandbox, starting (or forking) while the model writes.
 
     Awaiting it never cancels the start: a sandbox that finishes starting after its trajectory was
     cancelled is still closed by :meth:`aclose`, so nothing leaks.
@@ -130,9 +128,8 @@ class PendingSandbox:
         self._future.add_done_callback(lambda future: future.cancelled() or future.exception())
 
     @classmethod
-    def start(cls, files: list[str], config: AgentConfig, executor: Executor | None) -> PendingSandbox:
-        make = functools.partial(_started_sandbox, files, config, executor)
-        return cls(asyncio.get_running_loop().run_in_executor(executor, make))
+    def start(cls, files: list[str], config: AgentConfig) -> PendingSandbox:
+        return cls(asyncio.ensure_future(_started_sandbox(files, config)))
 
     def fork(self) -> PendingSandbox:
         """A sandbox of its own in this one's state (variables and files), made once this one has started."""
@@ -194,16 +191,13 @@ class Agent:
         self.sampling = self.config.sampling.model_copy(update={"n": 1, "stop": self.dialect.stop})
         """What every turn is sampled with (the dialect's stop sequences added)."""
 
-    async def arun(
-        self, task: Task, *, trial: int = 0, on_turn: TurnCallback | None = None, executor: Executor | None = None
-    ) -> Trajectory:
+    async def arun(self, task: Task, *, trial: int = 0, on_turn: TurnCallback | None = None) -> Trajectory:
         """Solve ``task`` once and return the whole trajectory.
 
         The model's mistakes are part of the trajectory; our own failures (an unreachable model
-        server, a missing data file) are raised. ``executor`` runs the sandbox's blocking work (the
-        rollout engine passes one sized to its concurrency).
+        server, a missing data file) are raised.
         """
-        state = await self.start(task, trial=trial, executor=executor)
+        state = await self.start(task, trial=trial)
         try:
             state = await self.drive(state, on_turn=on_turn)
         finally:
@@ -230,16 +224,16 @@ class Agent:
                 on_turn(state.turns[-1])
         return state
 
-    async def start(self, task: Task, *, trial: int = 0, executor: Executor | None = None) -> AgentState:
+    async def start(self, task: Task, *, trial: int = 0) -> AgentState:
         """The state before the first turn on ``task``'s question: the opening prompt written, the sandbox starting.
 
         A follow-up task's earlier questions are put first, each answered by the model in the same conversation and
         sandbox (:meth:`follow_up`); the state returned asks ``task``'s own question after them.
         """
         if not task.earlier:
-            return await self._open(task, trial, executor, guided=True)
+            return await self._open(task, trial, guided=True)
         first, *rest = task.earlier_tasks()
-        state = await self._open(first, trial, executor, guided=False)
+        state = await self._open(first, trial, guided=False)
         try:
             for question in (*rest, task):
                 state = self.follow_up(await self.drive(state), question)
@@ -248,12 +242,10 @@ class Agent:
             raise
         return state
 
-    async def _open(self, task: Task, trial: int, executor: Executor | None, *, guided: bool) -> AgentState:
+    async def _open(self, task: Task, trial: int, *, guided: bool) -> AgentState:
         """The opening prompt of ``task`` (with the sampling guidance when ``guided``), its sandbox starting."""
-        context = await asyncio.get_running_loop().run_in_executor(
-            executor, build_context, task, self.config.max_file_info_chars
-        )
-        sandbox = PendingSandbox.start(task.files, self.config, executor)
+        context = await asyncio.to_thread(build_context, task, self.config.max_file_info_chars)
+        sandbox = PendingSandbox.start(task.files, self.config)
         setup = preload_cell(task.files) if self.config.preload else None
         if setup is not None:
             try:
@@ -465,7 +457,7 @@ class Agent:
             text = f"{text}\n{hint}"
         return text
 
-    async def restore(self, trajectory: Trajectory, *, executor: Executor | None = None) -> AgentState:
+    async def restore(self, trajectory: Trajectory) -> AgentState:
         """The state ``trajectory`` ended in, rebuilt: its conversation, and its cells run again in a fresh sandbox
         (for variables and files; the record keeps what they printed the first time)."""
         messages = tuple(ChatMessage(role=m.role, content=m.content) for m in to_messages(trajectory))
@@ -473,7 +465,7 @@ class Agent:
         for turn in trajectory.turns:
             if turn.kind == ActionKind.CODE:
                 errors = 0 if turn.result is not None and turn.result.ok else errors + 1
-        state = AgentState(trajectory, messages, PendingSandbox.start(trajectory.task.files, self.config, executor),
+        state = AgentState(trajectory, messages, PendingSandbox.start(trajectory.task.files, self.config),
                            errors_in_a_row=errors)  # fmt: skip
         try:
             sandbox = await state.sandbox.get()
@@ -545,12 +537,15 @@ def _ended(state: AgentState, termination: Termination, error: str | None = None
     return dataclasses.replace(state, trajectory=trajectory, done=True)
 
 
-def _started_sandbox(files: list[str], config: AgentConfig, executor: Executor | None) -> Sandbox:
-    sandbox = Sandbox(
-        files, mode=config.sandbox_mode, limits=config.limits, require_isolation=config.require_isolation,
-        executor=executor,
-    )  # fmt: skip
-    sandbox.prestart()
+async def _started_sandbox(files: list[str], config: AgentConfig) -> Sandbox:
+    sandbox = await asyncio.to_thread(
+        Sandbox, files, mode=config.sandbox_mode, limits=config.limits, require_isolation=config.require_isolation
+    )
+    try:
+        await sandbox.aprestart()
+    except BaseException:
+        await sandbox.aclose()
+        raise
     return sandbox
 
 

@@ -12,7 +12,6 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -65,12 +64,11 @@ async def rollout_groups(
         queue.put_nowait(job)
     groups: asyncio.Queue[list[Trajectory]] = asyncio.Queue()
     pending: defaultdict[str, list[Trajectory]] = defaultdict(list)
-    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="datalyst-rollout")
 
     async def worker() -> None:
         while not queue.empty():
             task, trial = queue.get_nowait()
-            trajectory = await _run_one(agent, task, trial, executor)
+            trajectory = await _run_one(agent, task, trial)
             if on_trajectory is not None:
                 on_trajectory(trajectory)
             pending[task.id].append(trajectory)
@@ -84,9 +82,7 @@ async def rollout_groups(
     finally:
         for running in workers:
             running.cancel()
-        # Each cancelled trajectory closes its sandbox in the executor: let that happen before it stops.
-        await asyncio.gather(*workers, return_exceptions=True)
-        await asyncio.get_running_loop().run_in_executor(None, executor.shutdown)
+        await asyncio.gather(*workers, return_exceptions=True)  # each cancelled trajectory closes its sandbox
 
 
 async def _next_group(groups: asyncio.Queue[list[Trajectory]], workers: list[asyncio.Task[None]]) -> list[Trajectory]:
@@ -158,10 +154,10 @@ async def rollout(
     )
 
 
-async def _run_one(agent: Agent, task: Task, trial: int, executor: ThreadPoolExecutor) -> Trajectory:
+async def _run_one(agent: Agent, task: Task, trial: int) -> Trajectory:
     """One trajectory; any failure of ours becomes a FAILED trajectory instead of stopping the others."""
     try:
-        return await agent.arun(task, trial=trial, executor=executor)
+        return await agent.arun(task, trial=trial)
     except IsolationUnavailable:
         raise  # a fact about this machine, not this task: every trajectory would fail the same way
     except Exception as exc:  # recorded, never raised: one broken task must not end the rollout

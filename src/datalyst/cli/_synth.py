@@ -13,19 +13,17 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from datalyst.cli._app import AllowUnisolated, app
-from datalyst.cli._options import config_command, validated
+from datalyst.cli._options import config_command
 from datalyst.errors import ConfigError
 from datalyst.eval import load_bench
 from datalyst.llm import ChatModel, load_model, resolve_spec
 from datalyst.paths import benchmarks_dir, dabench_dir
 from datalyst.synth import (
     FORMATS,
-    TEACHING_DATASETS,
     AddressMap,
     DatasetOptions,
     FileOptions,
     MiningOptions,
-    NotebookFilters,
     QueryOptions,
     SequenceOptions,
     SqlOptions,
@@ -159,8 +157,9 @@ def sequences_command(
     _print_summary(summary, unit="sequences")
 
 
-@synth_app.command("notebooks")
+@config_command(synth_app, "notebooks", MiningOptions, inline=["filters"])
 def notebooks_command(
+    options: MiningOptions,
     roots: Annotated[list[Path], typer.Argument(help="Folders of executed notebooks.", show_default=False)],
     out: Annotated[Path, typer.Option(help="Mined tasks (JSONL); running again resumes.")],
     model: Annotated[str | None, typer.Option(help="The model that scores notebooks and writes the tasks.")] = None,
@@ -168,28 +167,14 @@ def notebooks_command(
         list[str] | None,
         typer.Option("--map", help="Where web data lives here: OWNER/REPO=FOLDER or ADDRESS=FILE; repeat."),
     ] = None,
-    min_code_lines: Annotated[int, typer.Option(help="Fewest non-blank lines of code a notebook may have.")] = 40,
-    min_rows: Annotated[int, typer.Option(help="Fewest rows its largest data table may have.")] = 20,
-    exclude: Annotated[
-        list[str] | None, typer.Option(help="More teaching or competition datasets to drop (a word); repeat.")
-    ] = None,
-    keep_incomplete: Annotated[
-        bool, typer.Option(help="Keep notebooks whose data files are not all here (their tasks stay unverified).")
-    ] = False,
-    min_score: Annotated[int, typer.Option(help="Lowest quality score (1-5) a notebook may get.")] = 3,
-    max_tasks: Annotated[int, typer.Option(help="Most tasks asked of each notebook.")] = 3,
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Mine tasks and their multi-step solutions from executed notebooks (NbQA): coarse filters, a quality
     score, tasks whose answers come from the notebooks' outputs, checked and re-run in the sandbox."""
-    teaching = (*TEACHING_DATASETS, *(word.lower() for word in exclude or ()))
-    filters = NotebookFilters(min_code_lines=min_code_lines, min_rows=min_rows, keep_incomplete=keep_incomplete,
-                              teaching_datasets=teaching)  # fmt: skip
-    options = validated(MiningOptions, dict(min_score=min_score, max_tasks=max_tasks))
     addresses = AddressMap.parse(address or ())
     with opened_model(str(resolve_spec(model))) as writer:
-        funnel, summary = make_notebook_tasks(roots, out, writer, addresses=addresses, filters=filters,
-                                              options=options, require_isolation=not allow_unisolated)  # fmt: skip
+        funnel, summary = make_notebook_tasks(roots, out, writer, addresses=addresses, options=options,
+                                              require_isolation=not allow_unisolated)  # fmt: skip
     console = Console(stderr=True, highlight=False)
     dropped = ", ".join(f"{reason} {n}" for reason, n in funnel.dropped.items()) or "none"
     console.print(f"{funnel.found} notebooks: dropped {dropped}; {funnel.capped} over the caps; {funnel.mined} mined")

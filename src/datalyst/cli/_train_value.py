@@ -29,7 +29,6 @@ from datalyst.train import (
 
 Sources = Annotated[list[Path], typer.Argument(help="Trajectories files (samples.jsonl) or curation run folders.")]
 Out = Annotated[Path, typer.Option(help="Run folder; running again resumes from the last checkpoint.")]
-Seed = Annotated[int, typer.Option()]
 SaveEvery = Annotated[int, typer.Option(help="Checkpoint every this many steps.")]
 
 
@@ -59,7 +58,7 @@ def value_check_command(
     run: Annotated[Path, typer.Argument(help="The run folder of `datalyst train value`.")],
     data: Annotated[Path | None, typer.Option(help="Value data to score instead of the run's held-out states.")] = None,
     states: Annotated[int | None, typer.Option(min=1, help="Score this many of them, drawn by seed.")] = 60,
-    seed: Seed = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
 ) -> None:
     """How well a value model ranks states it did not train on: the run's data less what it trained on, or DATA."""
     model = load_value_model(run)

@@ -16,7 +16,6 @@ import ast
 import os
 import re
 from collections.abc import Callable, Generator, Iterable, Sequence
-from concurrent.futures import Executor
 from random import Random
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -85,11 +84,10 @@ class ExpertAgent(Agent):
         *,
         trial: int = 0,
         on_turn: Callable[[Turn], None] | None = None,
-        executor: Executor | None = None,
     ) -> Trajectory:
         """Play ``task`` once; raises ConfigError when it has no usable solution or a planned cell fails."""
         script = _Play(task, trial, self.options).steps()  # a task without a solution fails before any sandbox
-        state = await self.start(task, trial=trial, executor=executor)
+        state = await self.start(task, trial=trial)
         try:
             step = next(script)
             while True:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver
@@ -33,7 +31,6 @@ class SandboxPool:
     def __init__(self, max_concurrent: int = 8, *, forkserver: ForkServer | None = None) -> None:
         self.max_concurrent = max_concurrent
         self._forkserver = forkserver or default_forkserver()
-        self._executor = ThreadPoolExecutor(max_workers=max_concurrent, thread_name_prefix="datalyst-sandbox")
         self._slots: asyncio.Semaphore | None = None
 
     @asynccontextmanager
@@ -41,21 +38,16 @@ class SandboxPool:
         """A sandbox for one trajectory; ``options`` are those of :class:`Sandbox`."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.max_concurrent)
-        loop = asyncio.get_running_loop()
         async with self._slots:
-            make = partial(Sandbox, list(files), forkserver=self._forkserver, executor=self._executor, **options)
-            sandbox = await loop.run_in_executor(self._executor, make)
+            sandbox = await asyncio.to_thread(Sandbox, list(files), forkserver=self._forkserver, **options)
             try:
-                await loop.run_in_executor(self._executor, sandbox.prestart)
+                await sandbox.aprestart()
                 yield sandbox
             finally:
-                await loop.run_in_executor(self._executor, sandbox.close)
-
-    async def aclose(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, partial(self._executor.shutdown, wait=True))
+                await sandbox.aclose()
 
     async def __aenter__(self) -> SandboxPool:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        """Nothing to release: each sandbox closes as its block ends."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import secrets
-import selectors
 import signal
 import socket
 import threading
@@ -20,7 +20,7 @@ from datalyst.sandbox._forkserver import ForkServer
 from datalyst.sandbox._isolation import JailSpec
 from datalyst.sandbox._replies import MalformedReply, Ready, Replayed, ReplyT, max_reply_bytes, parse_reply
 from datalyst.sandbox._tree import JailProcesses
-from datalyst.sandbox._wire import FrameBuffer, WireError, send_frame
+from datalyst.sandbox._wire import FrameBuffer, WireError, asend_frame
 from datalyst.text import cut_note
 
 STARTUP_TIMEOUT_S = 60.0
@@ -83,10 +83,48 @@ class Exchange(Generic[ReplyT]):
     """What each replayed cell or query raised this time (``ename`` or None), as the worker reports it."""
 
 
+class _Readiness:
+    """Which of some descriptors the running event loop has seen readable: a selector for a coroutine."""
+
+    def __init__(self, fds: Sequence[int]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._fds = list(fds)
+        self._ready: set[int] = set()
+        self._woken = asyncio.Event()
+        for fd in self._fds:
+            self._loop.add_reader(fd, self._saw, fd)
+
+    def _saw(self, fd: int) -> None:
+        self._ready.add(fd)
+        self._woken.set()
+
+    async def select(self, timeout_s: float) -> set[int]:
+        """The descriptors readable now, waiting up to ``timeout_s`` for one (empty when none became readable)."""
+        if not self._ready:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), timeout_s)
+        ready, self._ready = self._ready, set()
+        self._woken.clear()
+        return ready
+
+    def drop(self, fd: int) -> None:
+        """Stop watching ``fd`` (it reached its end)."""
+        self._loop.remove_reader(fd)
+        self._fds.remove(fd)
+
+    def __enter__(self) -> _Readiness:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for fd in self._fds:
+            self._loop.remove_reader(fd)
+
+
 class WorkerProcess:
-    """One live worker in its jail, owned by one sandbox."""
+    """One live worker in its jail, owned by one sandbox: :meth:`start` it, then :meth:`exchange` requests."""
 
     def __init__(self, forkserver: ForkServer, spec: JailSpec, *, isolate: bool, disk: int | None = None) -> None:
+        """Spawn the worker (blocking, briefly); :meth:`start` also waits until it is ready."""
         ctrl_host, ctrl_worker = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -105,6 +143,7 @@ class WorkerProcess:
             ctrl_worker.close()
         self.cgroup = spawned.cgroup
         self.ctrl = ctrl_host
+        self.ctrl.setblocking(False)
         self.stdout_fd, self.stderr_fd, self.status_fd = out_r, err_r, status_r
         for fd in (out_r, err_r, status_r):
             os.set_blocking(fd, False)
@@ -117,19 +156,21 @@ class WorkerProcess:
         self.wait_status: int | None = None
         self.report: dict[str, Any] = {}
         self.degraded = ""
-        self._await_startup()
+
+    @classmethod
+    async def start(cls, forkserver: ForkServer, spec: JailSpec, *, isolate: bool, disk: int | None) -> WorkerProcess:
+        """A worker spawned in its jail that has said it is ready (SandboxError when it does not)."""
+        worker = await asyncio.to_thread(cls, forkserver, spec, isolate=isolate, disk=disk)
+        await worker._await_startup()
+        return worker
 
     # -- startup
 
-    def _status_lines(self, timeout_s: float) -> list[dict[str, Any]]:
+    async def _status_lines(self, timeout_s: float) -> list[dict[str, Any]]:
         """Read whatever status lines the monitor has written (waits up to ``timeout_s`` for one)."""
-        sel = selectors.DefaultSelector()
-        sel.register(self.status_fd, selectors.EVENT_READ)
-        try:
-            if not sel.select(timeout_s):
+        with _Readiness([self.status_fd]) as readiness:
+            if not await readiness.select(timeout_s):
                 return []
-        finally:
-            sel.close()
         chunk = _read(self.status_fd)
         if chunk == b"":
             raise EOFError
@@ -152,14 +193,14 @@ class WorkerProcess:
         if "jailed" in message:
             self.report = message["jailed"]
 
-    def _await_startup(self) -> None:
+    async def _await_startup(self) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         try:
             while not (self.report and self.pidfd is not None):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise SandboxError(f"the sandbox worker did not start within {STARTUP_TIMEOUT_S:.0f} s")
-                for message in self._status_lines(remaining):
+                for message in await self._status_lines(remaining):
                     if "setup_error" in message:
                         raise SandboxError(f"the sandbox worker could not be jailed: {message['setup_error']}")
         except EOFError:
@@ -168,14 +209,14 @@ class WorkerProcess:
             self.close()
             raise
         self.processes = JailProcesses(self.pid, namespaced=bool(self.report.get("namespaces")), cgroup=self.cgroup)
-        ready = self.exchange(None, reply=Ready, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
+        ready = await self.exchange(None, reply=Ready, timeout_s=STARTUP_TIMEOUT_S, max_output_bytes=4096)
         if ready.reply is None:
             self.close()
             raise SandboxError(f"the sandbox worker did not answer: {ready.exit_note or 'timeout'}")
 
     # -- requests
 
-    def exchange(
+    async def exchange(
         self,
         request: dict[str, Any] | None,
         *,
@@ -206,35 +247,44 @@ class WorkerProcess:
             cpu_start, cpu_budget = processes.cpu_s(), cpu_s
         next_cpu_check = started + CPU_CHECK_S
         result: Exchange[ReplyT] = Exchange(None, OutputCap(max_output_bytes), OutputCap(max_output_bytes))
+        caps = {self.stdout_fd: result.stdout, self.stderr_fd: result.stderr}
         frames = FrameBuffer(max_reply_bytes(max_output_bytes))
         malformed = ""
         request_id = None
-        if request is not None:
-            request_id = secrets.token_hex(8)
-            try:
-                send_frame(self.ctrl, {**request, "id": request_id}, fds)
-            except OSError:
-                result.died = True
         deadline = started + timeout_s
-        sel = selectors.DefaultSelector()
-        sel.register(self.ctrl, selectors.EVENT_READ)
-        sel.register(self.stdout_fd, selectors.EVENT_READ, result.stdout)
-        sel.register(self.stderr_fd, selectors.EVENT_READ, result.stderr)
+        ended = False
         try:
-            while result.reply is None and not result.died:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+            if request is not None:
+                request_id = secrets.token_hex(8)
+                try:  # a worker that stops reading cannot hold the host past the deadline
+                    await asyncio.wait_for(asend_frame(self.ctrl, {**request, "id": request_id}, fds), timeout_s)
+                except OSError:
+                    result.died = True
+                except TimeoutError:
                     result.timed_out = True
-                    break
-                if processes is not None and time.monotonic() >= next_cpu_check:
-                    next_cpu_check = time.monotonic() + CPU_CHECK_S
-                    if processes.cpu_s() - cpu_start > cpu_budget + CPU_GRACE_S:
-                        result.cpu_exceeded = True
+            with _Readiness([self.ctrl.fileno(), *caps]) as readiness:
+                while result.reply is None and not result.died and not result.timed_out:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        result.timed_out = True
                         break
-                for key, _ in sel.select(remaining if processes is None else min(remaining, CPU_CHECK_S)):
-                    if key.fileobj is self.ctrl:
+                    if processes is not None and time.monotonic() >= next_cpu_check:
+                        next_cpu_check = time.monotonic() + CPU_CHECK_S
+                        if processes.cpu_s() - cpu_start > cpu_budget + CPU_GRACE_S:
+                            result.cpu_exceeded = True
+                            break
+                    for fd in await readiness.select(remaining if processes is None else min(remaining, CPU_CHECK_S)):
+                        if fd in caps:
+                            data = _read(fd)
+                            if data == b"":
+                                readiness.drop(fd)
+                            elif data:
+                                caps[fd].add(data)
+                            continue
                         try:
                             data = self.ctrl.recv(1 << 20)
+                        except BlockingIOError:
+                            continue
                         except ConnectionResetError:  # the worker died with a request still unread
                             data = b""
                         if not data:
@@ -257,19 +307,13 @@ class WorkerProcess:
                         except (WireError, MalformedReply) as exc:
                             result.died = True
                             malformed = f"the worker sent a malformed reply ({exc}) and was killed"
-                    else:
-                        data = _read(key.fd)
-                        if data == b"":
-                            sel.unregister(key.fd)
-                        elif data:
-                            key.data.add(data)
             self._drain(result)
+            ended = True
         finally:
-            sel.close()
+            if not ended:  # cancelled midway: the worker's state is unknown, so it goes
+                self.kill()
         if result.timed_out or result.died or result.cpu_exceeded:
-            result.exit_note = self.kill()
-            if malformed:
-                result.exit_note = malformed
+            result.exit_note = malformed or await self.exit_note()
         elif processes is not None:
             processes.stop()
         result.duration_s = time.monotonic() - started
@@ -286,8 +330,8 @@ class WorkerProcess:
 
     # -- ending
 
-    def kill(self, *, wait: bool = True) -> str:
-        """Kill the worker (and with it its whole PID namespace); with ``wait``, return how it ended."""
+    def kill(self) -> None:
+        """Kill the worker, and with it its whole PID namespace (safe from any thread)."""
         with self._fds_lock:
             if self.pidfd is not None and self.wait_status is None:
                 if not self.report.get("namespaces"):  # no PID namespace: kill the worker's process group
@@ -295,19 +339,21 @@ class WorkerProcess:
                         os.killpg(self.pid, signal.SIGKILL)
                 with contextlib.suppress(ProcessLookupError):
                     signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        if not wait:
-            return ""
+
+    async def exit_note(self) -> str:
+        """Kill the worker, wait until every process of its jail has exited, and say how it ended."""
+        self.kill()
         deadline = time.monotonic() + EXIT_REPORT_TIMEOUT_S
         try:  # the monitor reports how the worker ended, then exits: its status pipe ends with it
             while time.monotonic() < deadline:
-                self._status_lines(deadline - time.monotonic())
+                await self._status_lines(deadline - time.monotonic())
         except EOFError:
             pass
         return describe_exit(self.wait_status)
 
-    def close(self, *, wait: bool = False) -> None:
-        """Kill the worker; with ``wait``, return only once every process of the jail has exited."""
-        self.kill(wait=wait)
+    def close(self) -> None:
+        """Kill the worker and close its descriptors (``await exit_note()`` first to wait for its jail to end)."""
+        self.kill()
         with self._fds_lock:
             self.ctrl.close()
             for fd in (self.stdout_fd, self.stderr_fd, self.status_fd, self.pidfd):

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import wraps
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from datalyst.errors import ConfigError, DataFileError, IsolationUnavailable, SandboxError
 from datalyst.sandbox._cgroup import describe as describe_cgroup
@@ -31,6 +30,51 @@ from datalyst.sandbox._sqlrules import output_path_problem, pick_database
 Mode = Literal["session", "replay"]
 ForkWay = Literal["snapshot", "replay"]
 log = logging.getLogger(__name__)
+
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _uncut(step: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """``step`` run as a task of its own, which cancelling the caller does not cut short."""
+
+    @wraps(step)
+    async def uncut(*args: P.args, **kwargs: P.kwargs) -> T:
+        task = asyncio.ensure_future(step(*args, **kwargs))
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())  # seen, should no one await it
+        return await asyncio.shield(task)
+
+    return uncut
+
+
+def _blocking(step: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The sync twin of the async method ``step``: it runs ``step`` on the sync methods' own event loop."""
+
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        return _portal.run(step(*args, **kwargs))
+
+    blocking.__doc__ = f"``{step.__name__}``, blocking."
+    return blocking
+
+
+class _Portal:
+    """An event loop in a thread of its own, on which the sync methods run the async core."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def run(self, step: Coroutine[Any, Any, T]) -> T:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():  # a forked child has the loop but not its thread
+                self._loop, self._pid = asyncio.new_event_loop(), os.getpid()
+                threading.Thread(target=self._loop.run_forever, name="datalyst-sandbox", daemon=True).start()
+        return asyncio.run_coroutine_threadsafe(step, self._loop).result()
+
+
+_portal = _Portal()
 
 
 @dataclass(frozen=True)
@@ -54,6 +98,10 @@ class Sandbox:
     ``Sandbox(files, mode=...)`` makes the backend of that mode; ``fork()`` an independent sandbox in the same
     state. Both backends are :class:`~datalyst.sandbox.CodeExecutor` s.
 
+    The core is async (``arun_python``, ``arun_sql``, ``afork``, ``aclose``); cancelling a caller never cuts a
+    step midway (``aclose`` ends it early by killing the worker). The sync methods are a facade that runs the same
+    coroutines on an event loop of their own; drive one sandbox from one event loop, or from the sync methods.
+
     Example::
 
         with Sandbox(files=["sales.csv"]) as sb:
@@ -64,7 +112,7 @@ class Sandbox:
     keeps_state: bool
     """Whether a worker holds the variables of earlier steps (a worker that dies loses them)."""
 
-    def _stepped(self, holds_history: bool) -> None:
+    async def _stepped(self, holds_history: bool) -> None:
         """What the backend does after a step that ``holds_history`` says the worker has run in full."""
         raise NotImplementedError
 
@@ -86,7 +134,6 @@ class Sandbox:
         use_namespaces: bool = True,
         auto_install: AutoInstaller | None = None,
         forkserver: ForkServer | None = None,
-        executor: Executor | None = None,
     ) -> None:
         if mode != self.mode:
             raise ConfigError(f"a {type(self).__name__} runs in {self.mode} mode, not {mode!r}")
@@ -98,7 +145,6 @@ class Sandbox:
         self.use_namespaces = use_namespaces
         self.auto_install = auto_install
         self._forkserver = forkserver or default_forkserver()
-        self._executor = executor
         self._worker: WorkerProcess | None = None
         self._history: list[_Step] = []
         self._cells = 0
@@ -112,10 +158,9 @@ class Sandbox:
         self.fork_note = ""
         """Why a fork replays instead of loading a snapshot ("" otherwise)."""
         self._isolation = ""
-        self._starting = threading.Lock()
-        self._busy = threading.Lock()
-        """Held by a running cell or query, and by ``close``: a close from another thread (a cancelled
-        trajectory's) interrupts the step, then waits for it to finish with the worker and the folder."""
+        self._busy = asyncio.Lock()
+        """Held by a running step, and by ``aclose``: a close (a cancelled trajectory's) first kills the worker,
+        which ends the step, then waits for it to finish with the worker and the folder."""
         self._home = tempfile.mkdtemp(prefix="sandbox-", dir=self._forkserver.ensure_run_root())
         self.workdir = os.path.join(self._home, "work")
         """The work folder, as cells see it. On a private disk (see ``isolation``), this is only the empty
@@ -196,12 +241,12 @@ class Sandbox:
             disk=self._disk is not None,
         )
 
-    def _start_worker(self) -> WorkerProcess:
+    async def _start_worker(self) -> WorkerProcess:
         known_error = self._forkserver.namespaces_error
         if self.require_isolation and known_error:
             raise _refusal(known_error)
         isolate = not self._no_namespaces()
-        worker = WorkerProcess(self._forkserver, self._spec(), isolate=isolate, disk=self._disk)
+        worker = await WorkerProcess.start(self._forkserver, self._spec(), isolate=isolate, disk=self._disk)
         if isolate and worker.degraded:
             self._forkserver.namespaces_error = worker.degraded
         reason = self._no_namespaces()
@@ -228,42 +273,45 @@ class Sandbox:
     def isolation(self) -> str:
         """A short description of what is enforced (starts a worker if none ran yet)."""
         if not self._isolation:
-            self._ensure_worker()
+            self.prestart()
         return self._isolation
 
-    def _ensure_worker(self) -> WorkerProcess:
-        with self._starting:
-            if self._worker is None:
-                self._worker = self._start_worker()
-            return self._worker
+    async def _ensure_worker(self) -> WorkerProcess:
+        """The live worker, started if there is none (held busy)."""
+        if self._worker is None:
+            self._worker = await self._start_worker()
+        return self._worker
 
-    def prestart(self) -> None:
+    @_uncut
+    async def aprestart(self) -> None:
         """Start the worker now, so the first cell does not wait for it."""
-        self._ensure_worker()
+        async with self._busy:
+            await self._ensure_worker()
 
     # -- Python
 
-    def run_python(self, code: str) -> ExecResult:
+    @_uncut
+    async def arun_python(self, code: str) -> ExecResult:
         """Run one cell and return its observation. Never raises for anything the cell does."""
         self._cells += 1
         name = f"<cell-{self._cells}>"
         if self.screen_code and (problem := screen(code, self.data_files)):
             return ExecResult(error=CellError(ename="SandboxViolation", evalue=problem, traceback=problem))
-        with self._busy:
-            result = self._run_cell(code, name)
+        async with self._busy:
+            result = await self._run_cell(code, name)
             missing = result.error.missing_module if result.error else None
-            if self.auto_install and missing and self.auto_install.install(missing):
+            if self.auto_install and missing and await asyncio.to_thread(self.auto_install.install, missing):
                 if self._history and self._history[-1].label == name:
                     self._history.pop()  # the attempt that lacked the module: a replay runs the cell once
-                result = self._run_cell(code, name)
+                result = await self._run_cell(code, name)
         return result
 
-    def _run_cell(self, code: str, name: str) -> ExecResult:
+    async def _run_cell(self, code: str, name: str) -> ExecResult:
         replay = [] if self._synced else self._history
         if replay:
-            self._restore_workdir()
-        worker = self._ensure_worker()
-        exchange = worker.exchange(
+            await asyncio.to_thread(self._restore_workdir)
+        worker = await self._ensure_worker()
+        exchange = await worker.exchange(
             {"op": "run", "code": code, "name": name, "replay": [step.request for step in replay]},
             reply=CellReply,
             timeout_s=self.limits.wall_s * max(1, len(replay)),
@@ -277,13 +325,13 @@ class Sandbox:
             result = result.model_copy(update={"replay_mismatch": mismatch})
         self._state_lost = exchange.timed_out or exchange.died or exchange.cpu_exceeded
         if self._state_lost:
-            self._drop_worker()
-            self._restart_history()
+            await self._drop_worker()
+            await asyncio.to_thread(self._restart_history)
             return result
         if not (result.error and result.error.ename == "CpuTimeExceeded"):  # too costly to replay each step
             error = result.error.ename if result.error else None
             self._history.append(_Step({"op": "run", "code": code, "name": name}, name, error))
-        self._stepped(holds_history=True)
+        await self._stepped(holds_history=True)
         return result
 
     def _restore_workdir(self) -> None:
@@ -304,10 +352,6 @@ class Sandbox:
         """The staged data files as cells see them (``data_files`` are this process's paths to them)."""
         return [os.path.join(self.workdir, name) for name in self._data_names()]
 
-    async def arun_python(self, code: str) -> ExecResult:
-        """``run_python`` without blocking the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.run_python, code)
-
     # -- SQL
 
     @property
@@ -327,13 +371,14 @@ class Sandbox:
         # resolves links in a path, and a private disk is reached through /proc/self/fd/N.
         return "\n\n".join(describe(self._sources[os.path.basename(path)]).render() for path in self.databases)
 
-    def run_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
+    @_uncut
+    async def arun_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
         """Run a query on a staged database (read-only); save all rows as CSV at ``output_path``."""
         target = self._check_sql_target(output_path, db)
         if isinstance(target, SqlResult):
             return target
-        with self._busy:
-            return self._run_query(
+        async with self._busy:
+            return await self._run_query(
                 {
                     "op": "sql",
                     "sql": sql,
@@ -343,10 +388,10 @@ class Sandbox:
                 }
             )
 
-    def _run_query(self, request: dict[str, Any]) -> SqlResult:
+    async def _run_query(self, request: dict[str, Any]) -> SqlResult:
         holds_history = self._synced or not self._history  # a query changes no variable: what the worker holds stays
-        worker = self._ensure_worker()
-        exchange = worker.exchange(
+        worker = await self._ensure_worker()
+        exchange = await worker.exchange(
             request,
             reply=SqlReply,
             timeout_s=self.limits.sql_timeout_s + self.limits.wall_s,
@@ -354,10 +399,10 @@ class Sandbox:
             max_output_bytes=self.limits.max_output_chars,
         )
         if exchange.reply is None:
-            self._drop_worker()
+            await self._drop_worker()
             self._state_lost = self.keeps_state  # a replay worker holds no state
             if self._state_lost:
-                self._restart_history()
+                await asyncio.to_thread(self._restart_history)
             note = "the query timed out" if exchange.timed_out else exchange.exit_note
             if exchange.cpu_exceeded:
                 note = f"the query used more than {self.limits.sql_timeout_s + self.limits.cpu_s:g} CPU seconds"
@@ -366,7 +411,7 @@ class Sandbox:
         reply = exchange.reply.model_dump(exclude={"id"})
         result = SqlResult.model_validate({**reply, "duration_s": exchange.duration_s})
         self._history.append(_Step(request, "an SQL query", result.error.ename if result.error else None))
-        self._stepped(holds_history)  # a replayed query too: its output file is part of what later cells see
+        await self._stepped(holds_history)  # a replayed query too: its output file is part of what later cells see
         return result
 
     def _check_sql_target(self, output_path: str | None, db: str | None) -> str | SqlResult:
@@ -381,7 +426,8 @@ class Sandbox:
 
     # -- forking
 
-    def fork(self, how: ForkWay = "snapshot") -> Sandbox:
+    @_uncut
+    async def afork(self, how: ForkWay = "snapshot") -> Sandbox:
         """An independent sandbox in this one's state: the same data files, limits and options, a copy of the work
         folder, and the variables of every earlier cell, in a fresh jail whose worker is started. By default the
         state is carried: this sandbox's worker pickles it and the fork's worker loads it before anything else
@@ -392,10 +438,11 @@ class Sandbox:
         """
         if how not in ("snapshot", "replay"):
             raise ConfigError(f"unknown way to fork {how!r}; use 'snapshot' or 'replay'")
-        with self._busy:
+        async with self._busy:
             if self._closed:
                 raise SandboxError("this sandbox is closed; only an open sandbox can be forked")
-            fork = type(self)(
+            fork = await asyncio.to_thread(
+                type(self),
                 self.data_files,
                 mode=self.mode,
                 limits=self.limits,
@@ -404,27 +451,26 @@ class Sandbox:
                 use_namespaces=self.use_namespaces,
                 auto_install=self.auto_install,
                 forkserver=self._forkserver,
-                executor=self._executor,
             )
             state = None
+            started = asyncio.ensure_future(fork.aprestart())  # the fork's jail starts while this one's state is taken
             try:
-                with ThreadPoolExecutor(1) as starter:  # the fork's jail starts while this one's state is taken
-                    started = starter.submit(fork.prestart)
-                    state, note = self._snapshot() if how == "snapshot" else (None, "a replay was asked for")
-                    started.result()
-                whole = fork._take_state(self)
+                state, note = await self._snapshot() if how == "snapshot" else (None, "a replay was asked for")
+                await started
+                whole = await asyncio.to_thread(fork._take_state, self)
                 if state is not None and not whole:
                     note = "the work folder holds what cannot be copied (a FIFO, a socket, a file made unreadable)"
-                fork.fork_note = fork._restore(state) if state is not None and whole else note
+                fork.fork_note = await fork._restore(state) if state is not None and whole else note
             except BaseException:
-                fork.close()
+                await asyncio.gather(started, return_exceptions=True)
+                await fork.aclose()
                 raise
             finally:
                 if state is not None:
                     os.close(state)
         return fork
 
-    def _snapshot(self) -> tuple[int | None, str]:
+    async def _snapshot(self) -> tuple[int | None, str]:
         """A memory file with this sandbox's live state, as its worker pickled it, or None and why not (held busy).
 
         The host never loads the state: it checks its size and copies it into a file of its own for the fork
@@ -437,7 +483,7 @@ class Sandbox:
         limit = min(self.limits.memory_mb << 18, self.limits.file_size_mb << 20)
         written = os.memfd_create("datalyst-snapshot", os.MFD_CLOEXEC)
         try:
-            exchange = self._worker.exchange(
+            exchange = await self._worker.exchange(
                 {"op": "snapshot", "max_bytes": limit},
                 reply=CellReply,
                 timeout_s=self.limits.wall_s,
@@ -446,9 +492,9 @@ class Sandbox:
                 fds=[written],
             )
             if exchange.reply is None:
-                self._drop_worker()
+                await self._drop_worker()
                 self._state_lost = True
-                self._restart_history()
+                await asyncio.to_thread(self._restart_history)
                 return None, f"taking the snapshot ended the worker ({exchange.exit_note or 'it timed out'})"
             if (error := exchange.reply.error) is not None:
                 return None, f"{error.ename}: {error.evalue}"
@@ -459,10 +505,10 @@ class Sandbox:
         finally:
             os.close(written)
 
-    def _restore(self, state: int) -> str:
+    async def _restore(self, state: int) -> str:
         """Load the state in the memory file ``state`` in this fork's worker: "" when it did, else why not (the
         worker is dropped, and the first cell replays instead)."""
-        exchange = self._ensure_worker().exchange(
+        exchange = await (await self._ensure_worker()).exchange(
             {"op": "restore"},
             reply=CellReply,
             timeout_s=self.limits.wall_s,
@@ -471,7 +517,7 @@ class Sandbox:
             fds=[state],
         )
         if exchange.reply is None or exchange.reply.error is not None:
-            self._drop_worker()  # whatever the loading did to the folder, the replay puts it back first
+            await self._drop_worker()  # whatever the loading did to the folder, the replay puts it back first
             error = exchange.reply.error if exchange.reply else None
             why = f"{error.ename}: {error.evalue}" if error else exchange.exit_note or "it timed out"
             return f"loading the snapshot failed ({why})"
@@ -490,51 +536,46 @@ class Sandbox:
         copy_folder(source._baseline, self._baseline)
         return copy_folder(source.host_workdir, self.host_workdir, skip=self._data_names())
 
-    async def arun_sql(self, sql: str, output_path: str | None = None, *, db: str | None = None) -> SqlResult:
-        """``run_sql`` without blocking the event loop."""
-        run = functools.partial(self.run_sql, sql, output_path, db=db)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, run)
-
-    async def afork(self, how: ForkWay = "snapshot") -> Sandbox:
-        """``fork`` without blocking the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.fork, how)
-
     # -- ending
 
-    def _drop_worker(self) -> None:
+    async def _drop_worker(self) -> None:
         """Kill the worker and wait until every process of its jail has exited: nothing of it may still write
         when the folder is restored, re-used or deleted."""
         if self._worker is not None:
-            self._worker.close(wait=True)
+            await self._worker.exit_note()
+            self._worker.close()
             self._worker = None
         self._synced = False
 
-    def close(self) -> None:
+    @_uncut
+    async def aclose(self) -> None:
         """Kill the worker, wait until nothing in its jail can still write, and delete the work folder.
 
-        Safe from another thread while a cell runs: the cell is interrupted (it returns a killed-worker
-        result) and the folder goes once it has finished.
+        While a step runs, the step is interrupted (it returns a killed-worker result) and the folder goes once
+        it has finished (``close``, from another thread while a sync step runs, too).
         """
         if (worker := self._worker) is not None:
-            worker.kill(wait=False)
-        with self._busy:
+            worker.kill()
+        async with self._busy:
             self._closed = True
             try:
-                self._drop_worker()
+                await self._drop_worker()
             finally:
                 self._close_disk()
                 if os.path.isdir(self._home):
-                    remove_tree(self._home)
+                    await asyncio.to_thread(remove_tree, self._home)
+
+    prestart = _blocking(aprestart)
+    run_python = _blocking(arun_python)
+    run_sql = _blocking(arun_sql)
+    fork = _blocking(afork)
+    close = _blocking(aclose)
 
     def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    async def aclose(self) -> None:
-        """``close`` without blocking the event loop."""
-        await asyncio.get_running_loop().run_in_executor(self._executor, self.close)
 
     async def __aenter__(self) -> Sandbox:
         return self
@@ -549,7 +590,7 @@ class SessionSandbox(Sandbox):
     mode = "session"
     keeps_state = True
 
-    def _stepped(self, holds_history: bool) -> None:
+    async def _stepped(self, holds_history: bool) -> None:
         self._synced = holds_history
 
 
@@ -559,8 +600,8 @@ class ReplaySandbox(Sandbox):
     mode = "replay"
     keeps_state = False
 
-    def _stepped(self, holds_history: bool) -> None:
-        self._drop_worker()
+    async def _stepped(self, holds_history: bool) -> None:
+        await self._drop_worker()
 
 
 _BACKENDS: dict[str, type[Sandbox]] = {"session": SessionSandbox, "replay": ReplaySandbox}

@@ -7,6 +7,7 @@ and in nesting depth, so a deeply nested frame cannot make Python's recursive JS
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -37,11 +38,37 @@ class MalformedFrame(WireError):
 
 def send_frame(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
     """Send one frame; ``fds`` travel with its first bytes."""
-    payload = json.dumps(message, default=str).encode()
-    data = _HEADER.pack(len(payload)) + payload
+    data = _frame(message)
     if fds:
         data = data[socket.send_fds(sock, [data], list(fds)) :]
     sock.sendall(data)
+
+
+async def asend_frame(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    """``send_frame`` on a non-blocking socket: waits, without blocking the event loop, while the peer reads."""
+    loop = asyncio.get_running_loop()
+    data = _frame(message)
+    while fds:
+        try:
+            data, fds = data[socket.send_fds(sock, [data], list(fds)) :], ()
+        except BlockingIOError:
+            writable = loop.create_future()
+            loop.add_writer(sock, _settle, writable)
+            try:
+                await writable
+            finally:
+                loop.remove_writer(sock)
+    await loop.sock_sendall(sock, data)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    payload = json.dumps(message, default=str).encode()
+    return _HEADER.pack(len(payload)) + payload
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:

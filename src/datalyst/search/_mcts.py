@@ -19,7 +19,6 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,7 +70,6 @@ async def mcts(
     judged: bool = False,
     value_model: ValueModel | None = None,
     tree: Tree | None = None,
-    executor: Executor | None = None,
     on_simulation: OnSimulation | None = None,
 ) -> Tree:
     """Search ``task`` (its ``trial``-th time) and return the tree; ``tree`` (a saved, unfinished one) goes on
@@ -84,9 +82,9 @@ async def mcts(
     agent = Agent(agent.model, agent.config.model_copy(update=limits), guidance=agent.guidance)
     live: dict[int, AgentState] = {}
     if tree is None:
-        live[0] = await agent.start(task, trial=trial, executor=executor)
+        live[0] = await agent.start(task, trial=trial)
         tree = Tree.start(live[0].trajectory, settings=config.model_dump())
-    search = _Search(tree, agent, config, judged, value_model, executor, live)
+    search = _Search(tree, agent, config, judged, value_model, live)
     began = time.monotonic() - tree.cost.seconds
     try:
         while not tree.finished:
@@ -126,15 +124,13 @@ class _Search:
         config: MCTSConfig,
         judged: bool,
         value_model: ValueModel | None,
-        executor: Executor | None,
         live: dict[int, AgentState],
     ) -> None:
-        self.tree, self.agent, self.config, self.executor = tree, agent, config, executor
+        self.tree, self.agent, self.config = tree, agent, config
         self.judged, self.value_model, self.live = judged, value_model, live
 
     async def expand(self, leaf: Node) -> None:
-        state = self.live.pop(leaf.id, None) or await self.agent.restore(self.tree.trajectory(leaf),
-                                                                         executor=self.executor)  # fmt: skip
+        state = self.live.pop(leaf.id, None) or await self.agent.restore(self.tree.trajectory(leaf))
         branches = [state]
         try:
             completions = await self.agent.propose(state, n=self.config.expansions, logprobs=True)
@@ -192,7 +188,7 @@ class _Search:
         if self.value_model is None:
             return 0.0
         messages = state_messages(self.tree.trajectory(node), node.depth)
-        return await asyncio.get_running_loop().run_in_executor(self.executor, self.value_model.score, messages)
+        return await asyncio.to_thread(self.value_model.score, messages)
 
     async def _evict(self) -> None:
         """Close the sandboxes of the least valued open states beyond ``max_live``."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -86,7 +85,7 @@ async def search_tasks(
     bar = progress_bar("{task.fields[now]}", enabled=progress)
     overall = bar.add_task("search", total=len(jobs), completed=len(trees), now="")
     gate = asyncio.Semaphore(concurrency)
-    with bar, ThreadPoolExecutor(max_workers=(config.expansions + 1) * concurrency) as executor:
+    with bar:
 
         async def one(task: Task, trial: int, path: Path) -> None:
             async with gate:
@@ -97,7 +96,7 @@ async def search_tasks(
                     bar.update(overall, now=f"{label}: {tree.simulations}/{config.simulations}")
 
                 tree = await mcts(agent, task, config, trial=trial, judged=judged, value_model=value_model,
-                                  tree=saved.get(path), executor=executor, on_simulation=saved_now)  # fmt: skip
+                                  tree=saved.get(path), on_simulation=saved_now)  # fmt: skip
                 trees[path] = tree
                 bar.update(overall, advance=1)
 

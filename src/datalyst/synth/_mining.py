@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
-import dataclasses
 import hashlib
 import json
 import re
@@ -66,10 +65,15 @@ SOLUTION_SAMPLING = SamplingParams(temperature=0.6, max_tokens=2048, seed=0)
 
 
 class MiningOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """How notebooks are mined: which pass the coarse filters, which the model scores high enough, how many tasks."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    filters: NotebookFilters = NotebookFilters()
     min_score: int = Field(3, ge=1, le=5)
+    """Lowest quality score (1-5) a notebook may get."""
     max_tasks: int = Field(3, ge=1)
+    """Most tasks asked of each notebook."""
     max_notebook_chars: int = Field(12_000, ge=1000)
     """The notebook text the models read, clipped in the middle beyond this."""
 
@@ -375,16 +379,15 @@ def make_notebook_tasks(
     model: ChatModel,
     *,
     addresses: AddressMap | None = None,
-    filters: NotebookFilters | None = None,
     options: MiningOptions | None = None,
     require_isolation: bool = True,
     progress: bool = True,
 ) -> tuple[NotebookFunnel, TaskSummary]:
     """Append to ``out`` the tasks mined from every notebook under ``roots`` not done yet (resumable)."""
-    addresses, filters, options = addresses or AddressMap(), filters or NotebookFilters(), options or MiningOptions()
-    kept, funnel = screen_notebooks([Path(root) for root in roots], addresses, filters)
+    addresses, options = addresses or AddressMap(), options or MiningOptions()
+    kept, funnel = screen_notebooks([Path(root) for root in roots], addresses, options.filters)
     settings = {"stage": "notebooks", "roots": [str(Path(r).resolve()) for r in roots], "model": model.spec,
-                "filters": dataclasses.asdict(filters), "options": options.model_dump(),
+                "options": options.model_dump(),
                 "version": GENERATOR_VERSION, "funnel": funnel.model_dump()}  # fmt: skip
     with asyncio.Runner() as runner:
 

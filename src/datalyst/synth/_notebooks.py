@@ -18,6 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from datalyst.data import DataFileError, load
 from datalyst.errors import ConfigError
 
@@ -247,13 +249,19 @@ def data_hash(files: Iterable[Path]) -> str:
 # ---- coarse filters
 
 
-@dataclass(frozen=True)
-class NotebookFilters:
+class NotebookFilters(BaseModel):
+    """NbQA's coarse filters: what a notebook must have before a model reads it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
     min_code_lines: int = 40
+    """Fewest non-blank lines of code a notebook may have."""
     min_rows: int = 20
-    teaching_datasets: tuple[str, ...] = TEACHING_DATASETS
+    """Fewest rows its largest data table may have."""
+    exclude: list[str] = Field(default_factory=list)
+    """More teaching or competition datasets to drop (a word each), beside :data:`TEACHING_DATASETS`."""
     keep_incomplete: bool = False
-    """Keep notebooks whose data files are not all here (NbQA keeps them for SFT, unverified)."""
+    """Keep notebooks whose data files are not all here (their tasks stay unverified). NbQA keeps them for SFT."""
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,7 @@ def screen_notebook(notebook: Notebook, addresses: AddressMap, options: Notebook
     code = "\n".join(cell.source for cell in notebook.cells)
     loads = data_loads(notebook.cells)
     words = f"{notebook.path.name}\n{code}\n{' '.join(str(target) for target in loads)}".lower()
-    if any(re.search(rf"\b{re.escape(name)}\b", words) for name in options.teaching_datasets):
+    if any(re.search(rf"\b{re.escape(name.lower())}\b", words) for name in (*TEACHING_DATASETS, *options.exclude)):
         return "teaching_dataset"
     if DEEP_LEARNING.search(code):
         return "neural_network"

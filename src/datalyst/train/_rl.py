@@ -76,7 +76,9 @@ class RLConfig(BaseModel):
     algo: Algorithm = "dapo+sft"
     """grpo, dapo or dapo+sft (DataMind's mix)."""
     dialect: str = "jupiter"
+    """Turn format of the runs: datamind, jupiter or datarus."""
     steps: int = 8
+    """RL steps, each a round of runs, rewards and updates."""
     prompts: int = 4
     """Task groups per step (DataMind: 16)."""
     group_size: int = 4
@@ -94,13 +96,17 @@ class RLConfig(BaseModel):
     epsilon_high: float = 0.28
     """The ratio's upper clip bound (1 + epsilon_high; DAPO's clip-higher)."""
     temperature: float = 0.7
+    """Sampling temperature of the runs."""
     top_p: float = 1.0
+    """Nucleus sampling's top-p of the runs."""
     max_turns: int = 6
+    """Turns a run may take."""
     max_tokens: int = 768
     """Tokens per model turn."""
     l_min: int = L_MIN
     """Eq. 8's length bounds, in agent tokens: a right run earns 1 up to l_min, down to 0.5 at l_max."""
     l_max: int = L_MAX
+    """Eq. 8's upper length bound (see l_min)."""
     hrm: str | None = None
     """A trained hierarchical reward model (``datalyst train hrm``) whose trajectory score joins the answer reward."""
     hrm_weight: float = 0.5
@@ -113,9 +119,11 @@ class RLConfig(BaseModel):
     concurrency: int = 4
     """Runs at once."""
     seed: int = 0
+    """Seed of the tasks drawn, of sampling and of the new LoRA layers."""
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     """auto (bf16 where the hardware has it), bf16 or fp32."""
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this norm."""
 
 
 class RLResult(BaseModel):

@@ -54,9 +54,11 @@ class SFTConfig(BaseModel):
     warmup_ratio: float = 0.1
     """Share of the steps spent warming up."""
     weight_decay: float = 0.0
+    """AdamW's weight decay."""
     max_grad_norm: float = 1.0
     """Gradients are clipped to this norm."""
     epochs: int = 1
+    """Passes over the examples."""
     batch_size: int = 16
     """Examples per optimizer step (over all processes)."""
     max_length: int = 4096
@@ -70,6 +72,7 @@ class SFTConfig(BaseModel):
     caps: dict[str, int] = Field(default={}, json_schema_extra={"flag": "--cap"})
     """PATH=N: at most N examples of that data path, drawn by seed (a source's share in a mix); repeat."""
     seed: int = 0
+    """Seed of the example order, the draws and the new LoRA layers."""
     precision: Precision = "auto"
     """auto (bf16 where the hardware has it), bf16 or fp32."""
     recompute: bool = False

@@ -72,8 +72,11 @@ class ScorerConfig(BaseModel):
     warmup_ratio: float = 0.1
     """Share of the steps spent warming up."""
     weight_decay: float = 0.0
+    """AdamW's weight decay."""
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this norm."""
     epochs: int = 1
+    """Passes over the items."""
     batch_size: int = 8
     """Items per optimizer step; each item is one forward pass."""
     max_length: int = 4096
@@ -81,6 +84,7 @@ class ScorerConfig(BaseModel):
     limit: int | None = None
     """Train on this many items, drawn by seed."""
     seed: int = 0
+    """Seed of the item order, the draws and the new layers."""
     precision: Precision = "auto"
     """auto (bf16 where the hardware has it), bf16 or fp32."""
 
