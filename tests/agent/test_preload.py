@@ -82,6 +82,10 @@ def test_a_setup_that_fails_is_not_mentioned(records_json, monkeypatch):
                   AgentConfig(dialect="jupiter", preload=True))  # fmt: skip
     trajectory = asyncio.run(agent.arun(task))
     assert trajectory.setup_code is None and "Already run" not in trajectory.first_message
-    without = asyncio.run(Agent(agent.model, AgentConfig(dialect="jupiter")).start(task))
-    assert without.trajectory.first_message == trajectory.first_message
-    asyncio.run(without.sandbox.aclose())
+
+    async def opening() -> str:
+        state = await Agent(agent.model, AgentConfig(dialect="jupiter")).start(task)
+        await state.sandbox.aclose()
+        return state.trajectory.first_message
+
+    assert asyncio.run(opening()) == trajectory.first_message

@@ -12,7 +12,8 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import wraps
 
 from datalyst.synth._roles import Column, Roles, as_words
 from datalyst.tasks import Lineage, Task
@@ -89,19 +90,26 @@ TEMPLATES: dict[str, tuple[str, Template]] = {}
 """Template name -> (category, function)."""
 
 
-def template(name: str, category: str) -> Callable[[Template], Template]:
+def template(name: str, category: str, level: str = "") -> Callable[[Template], Template]:
+    """Register a template as ``name``: its drafts are of that name and ``category``, and of ``level`` when it is
+    given (else of the level each draft says)."""
+
     def register(function: Template) -> Template:
-        TEMPLATES[name] = (category, function)
-        return function
+        @wraps(function)
+        def named(roles: Roles, rng: random.Random) -> Draft | None:
+            draft = function(roles, rng)
+            return draft and replace(draft, template=name, category=category, level=level or draft.level)
+
+        TEMPLATES[name] = (category, named)
+        return named
 
     return register
 
 
-def _draft(
-    name: str, level: str, question: str, constraints: str, answers: list[Answer], code: str, **params: object
-) -> Draft:
-    """A draft of template ``name``; ``params`` are the choices its question names (columns, groups, limits)."""
-    return Draft(name, TEMPLATES[name][0], level, question, constraints, tuple(answers), code, params)
+def _draft(question: str, constraints: str, answers: list[Answer], code: str, **params: object) -> Draft:
+    """A template's draft (its name, category and level are set as it is registered); ``params`` are the choices
+    its question names (columns, groups, limits)."""
+    return Draft("", "", "", question, constraints, tuple(answers), code, params)
 
 
 def _pick(rng: random.Random, columns: tuple[Column, ...], k: int = 1) -> list[Column] | None:
@@ -118,7 +126,7 @@ def threshold_near_mean(column: Column) -> float | int | None:
     return round(mean) if abs(mean) >= 10 else round(mean, 1)
 
 
-@template("aggregation.group_statistic", "Aggregation")
+@template("aggregation.group_statistic", "Aggregation", "easy")
 def group_statistic(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
         return None
@@ -135,20 +143,11 @@ def group_statistic(roles: Roles, rng: random.Random) -> Draft | None:
     constraints = f"Use only rows where {category.words} is exactly {value}; ignore missing {number.words} values."
     answers = [Answer(f"{stat}_{snake(number.name)}", f"the {words} {number.words}", decimals=2)]
     return _draft(
-        "aggregation.group_statistic",
-        "easy",
-        question,
-        constraints,
-        answers,
-        code,
-        number=number.name,
-        category=category.name,
-        value=value,
-        stat=stat,
+        question, constraints, answers, code, number=number.name, category=category.name, value=value, stat=stat
     )
 
 
-@template("ranking.top_group", "Ranking")
+@template("ranking.top_group", "Ranking", "easy")
 def top_group(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
         return None
@@ -163,20 +162,10 @@ def top_group(roles: Roles, rng: random.Random) -> Draft | None:
     code = f'means = df.groupby({category.code})[{number.code}].mean()\nprint(f"@{name}[{{means.{method}()}}]")\n'
     constraints = f"Compare the mean {number.words} of each {category.words}; ignore missing values."
     answers = [Answer(name, f"the {category.words} as written in the data")]
-    return _draft(
-        "ranking.top_group",
-        "easy",
-        question,
-        constraints,
-        answers,
-        code,
-        number=number.name,
-        category=category.name,
-        highest=highest,
-    )
+    return _draft(question, constraints, answers, code, number=number.name, category=category.name, highest=highest)
 
 
-@template("ranking.nth_label", "Ranking")
+@template("ranking.nth_label", "Ranking", "easy")
 def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (label := _pick(rng, roles.labels)):
         return None
@@ -196,20 +185,10 @@ def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
         f"Sort by {number.words} from largest to smallest (ties keep the file's order) and skip missing values."
     )
     answers = [Answer(answer, f"the {names.words} as written in the data")]
-    return _draft(
-        "ranking.nth_label",
-        "easy",
-        question,
-        constraints,
-        answers,
-        code,
-        number=number.name,
-        label=names.name,
-        place=place,
-    )
+    return _draft(question, constraints, answers, code, number=number.name, label=names.name, place=place)
 
 
-@template("counting.above_threshold", "Counting")
+@template("counting.above_threshold", "Counting", "easy")
 def above_threshold(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or (threshold := threshold_near_mean(picked[0])) is None:
         return None
@@ -222,18 +201,11 @@ def above_threshold(roles: Roles, rng: random.Random) -> Draft | None:
     code = f'print(f"@{answer}[{{int((df[{number.code}] > {threshold}).sum())}}]")\n'
     answers = [Answer(answer, "the number of rows", integer=True)]
     return _draft(
-        "counting.above_threshold",
-        "easy",
-        question,
-        "Rows with a missing value do not count.",
-        answers,
-        code,
-        number=number.name,
-        threshold=threshold,
+        question, "Rows with a missing value do not count.", answers, code, number=number.name, threshold=threshold
     )
 
 
-@template("comparison.group_gap", "Comparison")
+@template("comparison.group_gap", "Comparison", "medium")
 def group_gap(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
         return None
@@ -254,20 +226,11 @@ def group_gap(roles: Roles, rng: random.Random) -> Draft | None:
     constraints = f"Subtract the mean for {second} from the mean for {first}; a negative value means lower."
     answers = [Answer("difference", "the difference of the two means", decimals=2)]
     return _draft(
-        "comparison.group_gap",
-        "medium",
-        question,
-        constraints,
-        answers,
-        code,
-        number=number.name,
-        category=category.name,
-        first=first,
-        second=second,
+        question, constraints, answers, code, number=number.name, category=category.name, first=first, second=second
     )
 
 
-@template("statistics.welch_t_test", "Statistical Analysis")
+@template("statistics.welch_t_test", "Statistical Analysis", "medium")
 def welch_t_test(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
         return None
@@ -300,20 +263,11 @@ def welch_t_test(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("significant", "yes or no"),
     ]
     return _draft(
-        "statistics.welch_t_test",
-        "medium",
-        question,
-        constraints,
-        answers,
-        code,
-        number=number.name,
-        category=category.name,
-        first=first,
-        second=second,
+        question, constraints, answers, code, number=number.name, category=category.name, first=first, second=second
     )
 
 
-@template("correlation.pearson", "Correlation Analysis")
+@template("correlation.pearson", "Correlation Analysis", "easy")
 def pearson(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)):
         return None
@@ -334,10 +288,10 @@ def pearson(roles: Roles, rng: random.Random) -> Draft | None:
         "0.3 <= |r| < 0.7 and weak otherwise."
     )
     answers = [Answer("correlation", "Pearson's r", decimals=2), Answer("strength", "strong, moderate or weak")]
-    return _draft("correlation.pearson", "easy", question, constraints, answers, code, x=x.name, y=y.name)
+    return _draft(question, constraints, answers, code, x=x.name, y=y.name)
 
 
-@template("arithmetic.group_share", "Arithmetic Calculation")
+@template("arithmetic.group_share", "Arithmetic Calculation", "easy")
 def group_share(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
         return None
@@ -354,20 +308,10 @@ def group_share(roles: Roles, rng: random.Random) -> Draft | None:
     )
     answers = [Answer("percentage", "the share in percent", decimals=2)]
     constraints = "Missing values count as zero in both sums."
-    return _draft(
-        "arithmetic.group_share",
-        "easy",
-        question,
-        constraints,
-        answers,
-        code,
-        number=number.name,
-        category=category.name,
-        value=value,
-    )
+    return _draft(question, constraints, answers, code, number=number.name, category=category.name, value=value)
 
 
-@template("anomaly.z_score", "Anomaly Detection")
+@template("anomaly.z_score", "Anomaly Detection", "easy")
 def z_score(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
@@ -384,10 +328,10 @@ def z_score(roles: Roles, rng: random.Random) -> Draft | None:
     )
     constraints = f"z = (value - mean) / standard deviation (sample, ddof=1), over the non-missing {number.words}."
     answers = [Answer("outliers", "the number of outlying rows", integer=True)]
-    return _draft("anomaly.z_score", "easy", question, constraints, answers, code, number=number.name, limit=limit)
+    return _draft(question, constraints, answers, code, number=number.name, limit=limit)
 
 
-@template("distribution.shape", "Distribution Analysis")
+@template("distribution.shape", "Distribution Analysis", "easy")
 def shape(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
@@ -403,10 +347,10 @@ def shape(roles: Roles, rng: random.Random) -> Draft | None:
     )
     constraints = "Use pandas' sample skewness and excess kurtosis (Series.skew and Series.kurt) on non-missing values."
     answers = [Answer("skewness", "the skewness", decimals=2), Answer("kurtosis", "the excess kurtosis", decimals=2)]
-    return _draft("distribution.shape", "easy", question, constraints, answers, code, number=number.name)
+    return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("features.ratio_column", "Feature Engineering")
+@template("features.ratio_column", "Feature Engineering", "easy")
 def ratio_column(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)):
         return None
@@ -423,12 +367,10 @@ def ratio_column(roles: Roles, rng: random.Random) -> Draft | None:
     )
     constraints = f"Leave out rows where {bottom.words} is zero or either value is missing."
     answers = [Answer("median_ratio", "the median of the new feature", decimals=2)]
-    return _draft(
-        "features.ratio_column", "easy", question, constraints, answers, code, top=top.name, bottom=bottom.name
-    )
+    return _draft(question, constraints, answers, code, top=top.name, bottom=bottom.name)
 
 
-@template("impact.slope", "Impact Analysis")
+@template("impact.slope", "Impact Analysis", "medium")
 def slope(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)):
         return None
@@ -448,10 +390,10 @@ def slope(roles: Roles, rng: random.Random) -> Draft | None:
         f"Ordinary least squares of {y.words} on {x.words} with an intercept, rows with missing values dropped."
     )
     answers = [Answer("slope", "the fitted slope", decimals=4)]
-    return _draft("impact.slope", "medium", question, constraints, answers, code, x=x.name, y=y.name)
+    return _draft(question, constraints, answers, code, x=x.name, y=y.name)
 
 
-@template("descriptive.quartiles", "Descriptive Analysis")
+@template("descriptive.quartiles", "Descriptive Analysis", "easy")
 def quartiles(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
@@ -473,10 +415,10 @@ def quartiles(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("q3", "the 75th percentile", decimals=2),
         Answer("iqr", "the interquartile range", decimals=2),
     ]
-    return _draft("descriptive.quartiles", "easy", question, constraints, answers, code, number=number.name)
+    return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("descriptive.incomplete_rows", "Descriptive Analysis")
+@template("descriptive.incomplete_rows", "Descriptive Analysis", "easy")
 def incomplete_rows(roles: Roles, rng: random.Random) -> Draft | None:
     if not any(column.info.missing for column in roles.numbers + roles.categories + roles.labels):
         return None
@@ -493,10 +435,10 @@ def incomplete_rows(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("incomplete_rows", "the number of rows with a missing value", integer=True),
         Answer("complete_columns", "the number of columns without one", integer=True),
     ]
-    return _draft("descriptive.incomplete_rows", "easy", question, constraints, answers, code)
+    return _draft(question, constraints, answers, code)
 
 
-@template("time.top_year", "Time-based Calculation")
+@template("time.top_year", "Time-based Calculation", "medium")
 def top_year(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
         return None
@@ -513,10 +455,10 @@ def top_year(roles: Roles, rng: random.Random) -> Draft | None:
     )
     constraints = f"The year of a row is the calendar year of its {date.words}; rows without one are left out."
     answers = [Answer("year", "the year", integer=True), Answer("total", "that year's total", decimals=2)]
-    return _draft("time.top_year", "medium", question, constraints, answers, code, number=number.name, date=date.name)
+    return _draft(question, constraints, answers, code, number=number.name, date=date.name)
 
 
-@template("time.yearly_growth", "Time-based Calculation")
+@template("time.yearly_growth", "Time-based Calculation", "medium")
 def yearly_growth(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
         return None
@@ -538,12 +480,10 @@ def yearly_growth(roles: Roles, rng: random.Random) -> Draft | None:
         "with the earliest year's."
     )
     answers = [Answer("percent_change", "the change in percent (negative for a fall)", decimals=2)]
-    return _draft(
-        "time.yearly_growth", "medium", question, constraints, answers, code, number=number.name, date=date.name
-    )
+    return _draft(question, constraints, answers, code, number=number.name, date=date.name)
 
 
-@template("facts.same_leader", "Fact Checking")
+@template("facts.same_leader", "Fact Checking", "medium")
 def same_leader(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)) or not (group := _pick(rng, roles.categories)):
         return None
@@ -567,12 +507,12 @@ def same_leader(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("claim", "true or false"),
     ]
     return _draft(
-        "facts.same_leader", "medium", question, constraints, answers, code,
-        first=first.name, second=second.name, category=category.name,
+        question, constraints, answers, code,
+        first=first.name, second=second.name, category=category.name
     )  # fmt: skip
 
 
-@template("causal.adjusted_slope", "Causal Analysis")
+@template("causal.adjusted_slope", "Causal Analysis", "hard")
 def adjusted_slope(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 3)):
         return None
@@ -601,10 +541,10 @@ def adjusted_slope(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("raw_slope", f"the slope of {x.words} alone", decimals=4),
         Answer("adjusted_slope", f"the coefficient of {x.words} with {z.words} controlled for", decimals=4),
     ]
-    return _draft("causal.adjusted_slope", "hard", question, constraints, answers, code, x=x.name, y=y.name, z=z.name)
+    return _draft(question, constraints, answers, code, x=x.name, y=y.name, z=z.name)
 
 
-@template("preprocessing.clean_then_summarise", "Comprehensive Data Preprocessing")
+@template("preprocessing.clean_then_summarise", "Comprehensive Data Preprocessing", "medium")
 def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
@@ -631,12 +571,10 @@ def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("rows", "the number of rows after dropping duplicates", integer=True),
         Answer("above_one", "the number of standardised values above 1", integer=True),
     ]
-    return _draft(
-        "preprocessing.clean_then_summarise", "medium", question, constraints, answers, code, number=number.name
-    )
+    return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("distribution.normality", "Distribution Analysis")
+@template("distribution.normality", "Distribution Analysis", "medium")
 def normality(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
@@ -659,10 +597,10 @@ def normality(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("p_value", "the p-value", decimals=4),
         Answer("normal", "yes or no"),
     ]
-    return _draft("distribution.normality", "medium", question, constraints, answers, code, number=number.name)
+    return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("statistics.chi_square", "Statistical Analysis")
+@template("statistics.chi_square", "Statistical Analysis", "medium")
 def chi_square(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.categories, 2)):
         return None
@@ -692,12 +630,10 @@ def chi_square(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("p_value", "the p-value", decimals=4),
         Answer("independent", "yes or no"),
     ]
-    return _draft(
-        "statistics.chi_square", "medium", question, constraints, answers, code, first=first.name, second=second.name
-    )
+    return _draft(question, constraints, answers, code, first=first.name, second=second.name)
 
 
-@template("anomaly.iqr", "Anomaly Detection")
+@template("anomaly.iqr", "Anomaly Detection", "easy")
 def iqr_outliers(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers)):
         return None
@@ -724,10 +660,10 @@ def iqr_outliers(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("upper_fence", "Q3 + 1.5 IQR", decimals=2),
         Answer("outliers", "the number of outlying rows", integer=True),
     ]
-    return _draft("anomaly.iqr", "easy", question, constraints, answers, code, number=number.name)
+    return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("correlation.pearson_test", "Correlation Analysis")
+@template("correlation.pearson_test", "Correlation Analysis", "medium")
 def pearson_test(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 2)):
         return None
@@ -751,10 +687,10 @@ def pearson_test(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("p_value", "the two-sided p-value", decimals=4),
         Answer("significant", "yes or no"),
     ]
-    return _draft("correlation.pearson_test", "medium", question, constraints, answers, code, x=x.name, y=y.name)
+    return _draft(question, constraints, answers, code, x=x.name, y=y.name)
 
 
-@template("impact.regression", "Impact Analysis")
+@template("impact.regression", "Impact Analysis", "hard")
 def regression(roles: Roles, rng: random.Random) -> Draft | None:
     if not (picked := _pick(rng, roles.numbers, 3)):
         return None
@@ -791,7 +727,7 @@ def regression(roles: Roles, rng: random.Random) -> Draft | None:
         Answer("r_squared", "R-squared on the test rows", decimals=4),
         Answer("rmse", "the root mean squared error on the test rows", decimals=4),
     ]
-    return _draft("impact.regression", "hard", question, constraints, answers, code, x=x.name, z=z.name, y=y.name)
+    return _draft(question, constraints, answers, code, x=x.name, z=z.name, y=y.name)
 
 
 Chosen = dict[str, str]
@@ -813,7 +749,7 @@ def _chart_request(
         return Draft(name, category, draft.level, rng.choice(ask(chosen)), draft.constraints, draft.answers, code,
                      draft.params, figure=True)  # fmt: skip
 
-    template(name, category)(make)
+    TEMPLATES[name] = (category, make)
 
 
 def _extreme(chosen: Chosen) -> str:
