@@ -271,3 +271,24 @@ def test_lone_surrogates_are_replaced_so_that_results_can_be_written_as_utf8():
     reply.model_dump_json()
     sql = parse_reply(SqlReply, {**SQL, "columns": ["c\udcff"], "preview": "p\udcff"})
     assert sql.columns == ["c\ufffd"] and sql.preview == "p\ufffd"
+
+
+def test_a_worker_that_stops_reading_cannot_hold_the_event_loop(fake):
+    """A request the worker never reads ends at its deadline, and other coroutines run meanwhile."""
+    ticks = []
+
+    async def go():
+        async def tick():
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0.05)
+
+        ticker = asyncio.ensure_future(tick())
+        request = {"op": "run", "code": "x" * (8 << 20), "name": "<c>", "replay": []}
+        try:
+            return await fake.handle.exchange(request, reply=CellReply, timeout_s=1, max_output_bytes=1000)
+        finally:
+            ticker.cancel()
+
+    exchange = asyncio.run(go())
+    assert exchange.timed_out and exchange.reply is None and len(ticks) >= 10

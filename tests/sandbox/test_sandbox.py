@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -220,6 +221,34 @@ def test_closing_while_a_cell_runs_on_another_thread_interrupts_it_and_leaves_no
             sb.close()  # raises nothing, and returns once the jail is gone and the folder deleted
             assert running.result(timeout=10).error is not None
         assert not os.path.exists(sb.workdir)
+
+
+def test_cancelling_a_caller_never_cuts_a_step_and_aclose_interrupts_one(sales):
+    """The async core: a cancelled ``arun_python`` leaves its cell to finish (the next step waits for it and sees
+    its variables); ``aclose`` while a cell runs kills the worker, and the cell returns a killed-worker result."""
+
+    async def go() -> None:
+        async with Sandbox(files=[sales], limits=FAST) as sb:
+            running = asyncio.ensure_future(sb.arun_python("import time\ntime.sleep(1)\nfinished = True"))
+            await asyncio.sleep(0.3)
+            running.cancel()
+            assert (await sb.arun_python("print(finished)")).stdout == "True\n"
+            started = time.monotonic()
+            stuck = asyncio.ensure_future(sb.arun_python("import time\ntime.sleep(30)"))
+            await asyncio.sleep(0.3)
+            await sb.aclose()
+            assert (await stuck).crashed and time.monotonic() - started < 10
+            assert not os.path.exists(sb.workdir)
+
+    asyncio.run(go())
+
+
+def test_the_sync_methods_work_inside_a_running_event_loop(sales):
+    async def go() -> str:
+        with Sandbox(files=[sales], limits=FAST) as sb:
+            return sb.run_python("print(1 + 1)").stdout
+
+    assert asyncio.run(go()) == "2\n"
 
 
 def test_the_jail_is_first_to_be_killed_on_memory_shortage_and_has_its_own_shared_memory():

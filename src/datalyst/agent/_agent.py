@@ -129,7 +129,8 @@ class PendingSandbox:
 
     @classmethod
     def start(cls, files: list[str], config: AgentConfig) -> PendingSandbox:
-        return cls(asyncio.ensure_future(_started_sandbox(files, config)))
+        options = {"mode": config.sandbox_mode, "limits": config.limits, "require_isolation": config.require_isolation}
+        return cls(asyncio.ensure_future(Sandbox.astarted(files, **options)))
 
     def fork(self) -> PendingSandbox:
         """A sandbox of its own in this one's state (variables and files), made once this one has started."""
@@ -535,18 +536,6 @@ def _ended(state: AgentState, termination: Termination, error: str | None = None
     update = {"termination": termination, "error": error, "duration_s": time.monotonic() - state.started}
     trajectory = state.trajectory.model_copy(update=update)
     return dataclasses.replace(state, trajectory=trajectory, done=True)
-
-
-async def _started_sandbox(files: list[str], config: AgentConfig) -> Sandbox:
-    sandbox = await asyncio.to_thread(
-        Sandbox, files, mode=config.sandbox_mode, limits=config.limits, require_isolation=config.require_isolation
-    )
-    try:
-        await sandbox.aprestart()
-    except BaseException:
-        await sandbox.aclose()
-        raise
-    return sandbox
 
 
 def build_context(task: Task, max_chars: int) -> PromptContext:

@@ -38,13 +38,8 @@ class SandboxPool:
         """A sandbox for one trajectory; ``options`` are those of :class:`Sandbox`."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.max_concurrent)
-        async with self._slots:
-            sandbox = await asyncio.to_thread(Sandbox, list(files), forkserver=self._forkserver, **options)
-            try:
-                await sandbox.aprestart()
-                yield sandbox
-            finally:
-                await sandbox.aclose()
+        async with self._slots, await Sandbox.astarted(list(files), forkserver=self._forkserver, **options) as sandbox:
+            yield sandbox
 
     async def __aenter__(self) -> SandboxPool:
         return self

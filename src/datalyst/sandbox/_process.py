@@ -258,10 +258,10 @@ class WorkerProcess:
                 request_id = secrets.token_hex(8)
                 try:  # a worker that stops reading cannot hold the host past the deadline
                     await asyncio.wait_for(asend_frame(self.ctrl, {**request, "id": request_id}, fds), timeout_s)
+                except TimeoutError:  # an OSError too: caught first
+                    result.timed_out = True
                 except OSError:
                     result.died = True
-                except TimeoutError:
-                    result.timed_out = True
             with _Readiness([self.ctrl.fileno(), *caps]) as readiness:
                 while result.reply is None and not result.died and not result.timed_out:
                     remaining = deadline - time.monotonic()

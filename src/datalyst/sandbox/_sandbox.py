@@ -282,6 +282,18 @@ class Sandbox:
             self._worker = await self._start_worker()
         return self._worker
 
+    @classmethod
+    async def astarted(cls, files: Iterable[str | os.PathLike[str]] = (), **options: Any) -> Sandbox:
+        """A sandbox (``options`` as :class:`Sandbox` takes them) whose worker has started, made without blocking
+        the event loop."""
+        sandbox = await asyncio.to_thread(cls, files, **options)
+        try:
+            await sandbox.aprestart()
+        except BaseException:
+            await sandbox.aclose()
+            raise
+        return sandbox
+
     @_uncut
     async def aprestart(self) -> None:
         """Start the worker now, so the first cell does not wait for it."""
