@@ -52,9 +52,9 @@ def test_each_task_gets_the_judge_it_names(task, kind):
 def test_dabench_is_all_or_nothing_names_the_wrong_sub_answers_and_gives_their_share():
     task = Task(id="6", question="?", judge="dabench", answer={"a": "1.50", "b": "x", "c": "3"})
     partly = judged(task, "@a[1.5000000001] @b[x] @c[4]")
-    assert partly == Judgement(score=0.0, correct=False, reason="wrong: c", share=2 / 3) and partly.credit == 2 / 3
+    assert partly == Judgement(score=0.0, correct=False, reason="wrong: c", share=2 / 3)
     assert judged(task, "@a[1.50]@b[x]@c[3]") == Judgement(score=1.0, correct=True, share=1.0)
-    assert judged(task, "no format at all").credit == 0.0
+    assert judged(task, "no format at all").share == 0.0
     unlabelled = judged(Task(id="7", question="?", judge="dabench"), "@a[1]")
     assert unlabelled.score == 0.0 and "no @name[value] answers" in unlabelled.reason
 

@@ -45,11 +45,6 @@ class Judgement(BaseModel):
     share: float | None = Field(default=None, ge=0.0, le=1.0)
     """The share of sub-answers that are right, where the answer has several (DABench's ``@name[value]``)."""
 
-    @property
-    def credit(self) -> float:
-        """Partial credit: the share of right sub-answers where there are several, else the score."""
-        return self.score if self.share is None else self.share
-
 
 @runtime_checkable
 class Judge(Protocol):
