@@ -95,7 +95,7 @@ def test_offered_files_are_chosen_by_name_inside_their_folder(client):
 def test_uploads_are_checked_and_limited(tmp_path, examples_dir, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    config = serve_config(tmp_path, upload_bytes=2000, upload_files=2)
+    config = serve_config(tmp_path, max_upload_mb=2000 / 2**20, upload_files=2)
     with TestClient(create_app(config), base_url=ORIGIN) as client:
         assert upload(client, ("script.py", b"print(1)")).status_code == 400
         assert upload(client, sales(examples_dir)).status_code == 413  # 2.6 kB over a 2 kB limit

@@ -28,7 +28,7 @@ from datalyst.data import DATA_SUFFIXES, describe
 from datalyst.errors import ConfigError, DatalystError
 from datalyst.web import _browse
 from datalyst.web._conversations import Conversation, Conversations, Models
-from datalyst.web._security import AccessGuard, Refused, inside
+from datalyst.web._security import AccessGuard, Refused, inside, new_token
 
 log = logging.getLogger(__name__)
 
@@ -43,30 +43,38 @@ MAX_QUESTION = 4000
 class ServeConfig(BaseModel):
     """What one server offers, and its limits."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    token: str
-    loopback: bool = True
+    token: str = Field(default_factory=new_token, json_schema_extra={"option": False})
+    """What every request must carry (a new one each time the server starts)."""
+    loopback: bool = Field(True, json_schema_extra={"option": False})
     """Bound to a loopback address (then only loopback host names are answered)."""
-    models: list[str] = Field(min_length=1)
-    """Model specs the Ask page offers; the first is the default."""
-    dialects: dict[str, str] = {}
+    models: list[str] = Field(min_length=1, json_schema_extra={"flag": "--model"})
+    """Model spec the Ask page offers (repeatable; the first is the default). [default: embedded:medium (ask's), then
+    every other embedded model fetched]"""
+    dialects: dict[str, str] = Field({}, json_schema_extra={"option": False})
     """The dialect each model spec was trained in, where it has one (else datamind)."""
     runs: Path | None = None
-    """A folder of evaluation runs for the Runs page."""
+    """Folder of evaluation runs for the Runs page. [default: ./runs, if there]"""
     data: list[Path] = []
-    """Folders of tasks and trajectories files for the Data page."""
+    """Folder of tasks and trajectories files for the Data page (repeatable). [default: the runs folder]"""
     files: Path | None = None
-    """A folder of data files the Ask page offers besides uploads."""
+    """Folder of data files offered on the Ask page."""
     max_turns: int = Field(10, ge=1)
-    upload_bytes: int = Field(50 * 2**20, ge=1)
-    """Largest uploaded file."""
+    """Turns the agent may take per question."""
+    max_upload_mb: float = Field(50.0, gt=0)
+    """Largest uploaded file, in MB."""
     upload_files: int = Field(10, ge=1)
     """Files one conversation may upload."""
     conversations: int = Field(16, ge=1)
+    """Conversations open at once."""
     idle_s: float = Field(1800.0, gt=0)
     """Seconds after which an idle conversation (and its sandbox) is closed."""
-    require_isolation: bool = True
+    require_isolation: bool = Field(True, json_schema_extra={"option": False})
+
+    @property
+    def upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 2**20)
 
     def dialect_of(self, spec: str) -> str:
         """The dialect a model is asked in unless the page picks another: its trained one, else datamind."""
