@@ -90,14 +90,20 @@ TEMPLATES: dict[str, tuple[str, Template]] = {}
 """Template name -> (category, function)."""
 
 
-def template(name: str, category: str, level: str = "") -> Callable[[Template], Template]:
+def template(name: str, category: str, level: str = "", **columns: int) -> Callable[[Callable], Template]:
     """Register a template as ``name``: its drafts are of that name and ``category``, and of ``level`` when it is
-    given (else of the level each draft says)."""
+    given (else of the level each draft says). ``columns`` (``numbers=2, categories=1``) are drawn from those roles,
+    in that order, and given to the function after the random generator; the table has no draft without them.
+    Without ``columns`` the function is given the roles themselves."""
 
-    def register(function: Template) -> Template:
+    def register(function: Callable[..., Draft | None]) -> Template:
         @wraps(function)
         def named(roles: Roles, rng: random.Random) -> Draft | None:
-            draft = function(roles, rng)
+            pools = [(list(getattr(roles, role)), k) for role, k in columns.items()]
+            if any(len(pool) < k for pool, k in pools):
+                return None
+            drawn = [column for pool, k in pools for column in rng.sample(pool, k)]
+            draft = function(rng, *drawn) if columns else function(roles, rng)
             return draft and replace(draft, template=name, category=category, level=level or draft.level)
 
         TEMPLATES[name] = (category, named)
@@ -112,10 +118,6 @@ def _draft(question: str, constraints: str, answers: list[Answer], code: str, **
     return Draft("", "", "", question, constraints, tuple(answers), code, params)
 
 
-def _pick(rng: random.Random, columns: tuple[Column, ...], k: int = 1) -> list[Column] | None:
-    return rng.sample(list(columns), k) if len(columns) >= k else None
-
-
 def threshold_near_mean(column: Column) -> float | int | None:
     """A round number near the column's mean (from its meta-information) to compare rows against."""
     mean = column.info.mean
@@ -126,11 +128,8 @@ def threshold_near_mean(column: Column) -> float | int | None:
     return round(mean) if abs(mean) >= 10 else round(mean, 1)
 
 
-@template("aggregation.group_statistic", "Aggregation", "easy")
-def group_statistic(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
-        return None
-    number, category = picked[0], group[0]
+@template("aggregation.group_statistic", "Aggregation", "easy", numbers=1, categories=1)
+def group_statistic(rng: random.Random, number: Column, category: Column) -> Draft | None:
     value = rng.choice(category.values)
     stat = rng.choice(["mean", "median", "sum"])
     words = {"mean": "average", "median": "median", "sum": "total"}[stat]
@@ -147,11 +146,8 @@ def group_statistic(roles: Roles, rng: random.Random) -> Draft | None:
     )
 
 
-@template("ranking.top_group", "Ranking", "easy")
-def top_group(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
-        return None
-    number, category = picked[0], group[0]
+@template("ranking.top_group", "Ranking", "easy", numbers=1, categories=1)
+def top_group(rng: random.Random, number: Column, category: Column) -> Draft | None:
     highest = rng.random() < 0.6
     extreme, method = ("highest", "idxmax") if highest else ("lowest", "idxmin")
     question = rng.choice([
@@ -165,11 +161,8 @@ def top_group(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name, category=category.name, highest=highest)
 
 
-@template("ranking.nth_label", "Ranking", "easy")
-def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (label := _pick(rng, roles.labels)):
-        return None
-    number, names = picked[0], label[0]
+@template("ranking.nth_label", "Ranking", "easy", numbers=1, labels=1)
+def nth_label(rng: random.Random, number: Column, names: Column) -> Draft | None:
     place = rng.choice([2, 3, 4, 5])
     ordinal = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}[place]
     question = rng.choice([
@@ -188,11 +181,10 @@ def nth_label(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name, label=names.name, place=place)
 
 
-@template("counting.above_threshold", "Counting", "easy")
-def above_threshold(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or (threshold := threshold_near_mean(picked[0])) is None:
+@template("counting.above_threshold", "Counting", "easy", numbers=1)
+def above_threshold(rng: random.Random, number: Column) -> Draft | None:
+    if (threshold := threshold_near_mean(number)) is None:
         return None
-    number = picked[0]
     question = rng.choice([
         f"How many rows have {number.words} greater than {threshold}?",
         f"Count the records whose {number.words} exceeds {threshold}.",
@@ -205,11 +197,8 @@ def above_threshold(roles: Roles, rng: random.Random) -> Draft | None:
     )
 
 
-@template("comparison.group_gap", "Comparison", "medium")
-def group_gap(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
-        return None
-    number, category = picked[0], group[0]
+@template("comparison.group_gap", "Comparison", "medium", numbers=1, categories=1)
+def group_gap(rng: random.Random, number: Column, category: Column) -> Draft | None:
     if len(category.values) < 2:
         return None
     first, second = rng.sample(category.values[:6], 2)
@@ -230,11 +219,8 @@ def group_gap(roles: Roles, rng: random.Random) -> Draft | None:
     )
 
 
-@template("statistics.welch_t_test", "Statistical Analysis", "medium")
-def welch_t_test(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
-        return None
-    number, category = picked[0], group[0]
+@template("statistics.welch_t_test", "Statistical Analysis", "medium", numbers=1, categories=1)
+def welch_t_test(rng: random.Random, number: Column, category: Column) -> Draft | None:
     if len(category.values) < 2:
         return None
     first, second = category.values[:2]
@@ -267,11 +253,8 @@ def welch_t_test(roles: Roles, rng: random.Random) -> Draft | None:
     )
 
 
-@template("correlation.pearson", "Correlation Analysis", "easy")
-def pearson(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 2)):
-        return None
-    x, y = picked
+@template("correlation.pearson", "Correlation Analysis", "easy", numbers=2)
+def pearson(rng: random.Random, x: Column, y: Column) -> Draft | None:
     question = rng.choice([
         f"What is the Pearson correlation coefficient between {x.words} and {y.words}?",
         f"How strongly are {x.words} and {y.words} linearly related? Give Pearson's r.",
@@ -291,11 +274,8 @@ def pearson(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, x=x.name, y=y.name)
 
 
-@template("arithmetic.group_share", "Arithmetic Calculation", "easy")
-def group_share(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (group := _pick(rng, roles.categories)):
-        return None
-    number, category = picked[0], group[0]
+@template("arithmetic.group_share", "Arithmetic Calculation", "easy", numbers=1, categories=1)
+def group_share(rng: random.Random, number: Column, category: Column) -> Draft | None:
     value = rng.choice(category.values)
     question = rng.choice([
         f"What percentage of the total {number.words} comes from rows whose {category.words} is {value}?",
@@ -311,11 +291,8 @@ def group_share(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name, category=category.name, value=value)
 
 
-@template("anomaly.z_score", "Anomaly Detection", "easy")
-def z_score(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)):
-        return None
-    number = picked[0]
+@template("anomaly.z_score", "Anomaly Detection", "easy", numbers=1)
+def z_score(rng: random.Random, number: Column) -> Draft | None:
     limit = rng.choice([2, 3])
     question = rng.choice([
         f"How many rows are outliers in {number.words}, by a z-score above {limit} in absolute value?",
@@ -331,11 +308,8 @@ def z_score(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name, limit=limit)
 
 
-@template("distribution.shape", "Distribution Analysis", "easy")
-def shape(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)):
-        return None
-    number = picked[0]
+@template("distribution.shape", "Distribution Analysis", "easy", numbers=1)
+def shape(rng: random.Random, number: Column) -> Draft | None:
     question = rng.choice([
         f"Describe the shape of the distribution of {number.words}: what are its skewness and kurtosis?",
         f"How skewed and how heavy-tailed is {number.words}? Give its skewness and kurtosis.",
@@ -350,11 +324,8 @@ def shape(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("features.ratio_column", "Feature Engineering", "easy")
-def ratio_column(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 2)):
-        return None
-    top, bottom = picked
+@template("features.ratio_column", "Feature Engineering", "easy", numbers=2)
+def ratio_column(rng: random.Random, top: Column, bottom: Column) -> Draft | None:
     question = rng.choice([
         f"Create a feature equal to {top.words} divided by {bottom.words}. What is its median over the rows "
         "where it is defined?",
@@ -370,11 +341,8 @@ def ratio_column(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, top=top.name, bottom=bottom.name)
 
 
-@template("impact.slope", "Impact Analysis", "medium")
-def slope(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 2)):
-        return None
-    x, y = picked
+@template("impact.slope", "Impact Analysis", "medium", numbers=2)
+def slope(rng: random.Random, x: Column, y: Column) -> Draft | None:
     question = rng.choice([
         f"By how much does {y.words} change, on average, for each one-unit increase in {x.words}? Fit a "
         "straight line by least squares.",
@@ -393,11 +361,8 @@ def slope(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, x=x.name, y=y.name)
 
 
-@template("descriptive.quartiles", "Descriptive Analysis", "easy")
-def quartiles(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)):
-        return None
-    number = picked[0]
+@template("descriptive.quartiles", "Descriptive Analysis", "easy", numbers=1)
+def quartiles(rng: random.Random, number: Column) -> Draft | None:
     question = rng.choice([
         f"What are the first and third quartiles of {number.words}, and the interquartile range?",
         f"Summarise the spread of {number.words}: give its 25th and 75th percentiles and their difference.",
@@ -438,11 +403,8 @@ def incomplete_rows(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code)
 
 
-@template("time.top_year", "Time-based Calculation", "medium")
-def top_year(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
-        return None
-    number, date = picked[0], when[0]
+@template("time.top_year", "Time-based Calculation", "medium", numbers=1, dates=1)
+def top_year(rng: random.Random, number: Column, date: Column) -> Draft | None:
     question = rng.choice([
         f"In which year was the total {number.words} the highest, and what was that total?",
         f"Add up {number.words} by calendar year (from {date.words}). Which year has the largest sum, and what is it?",
@@ -458,11 +420,8 @@ def top_year(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name, date=date.name)
 
 
-@template("time.yearly_growth", "Time-based Calculation", "medium")
-def yearly_growth(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)) or not (when := _pick(rng, roles.dates)):
-        return None
-    number, date = picked[0], when[0]
+@template("time.yearly_growth", "Time-based Calculation", "medium", numbers=1, dates=1)
+def yearly_growth(rng: random.Random, number: Column, date: Column) -> Draft | None:
     question = rng.choice([
         f"By what percentage did the yearly total of {number.words} change from the first year in the data to "
         "the last one?",
@@ -483,11 +442,8 @@ def yearly_growth(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name, date=date.name)
 
 
-@template("facts.same_leader", "Fact Checking", "medium")
-def same_leader(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 2)) or not (group := _pick(rng, roles.categories)):
-        return None
-    (first, second), category = picked, group[0]
+@template("facts.same_leader", "Fact Checking", "medium", numbers=2, categories=1)
+def same_leader(rng: random.Random, first: Column, second: Column, category: Column) -> Draft | None:
     question = rng.choice([
         f"Check this claim: the {category.words} with the highest average {first.words} also has the highest "
         f"average {second.words}. Is it true?",
@@ -512,11 +468,8 @@ def same_leader(roles: Roles, rng: random.Random) -> Draft | None:
     )  # fmt: skip
 
 
-@template("causal.adjusted_slope", "Causal Analysis", "hard")
-def adjusted_slope(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 3)):
-        return None
-    x, y, z = picked
+@template("causal.adjusted_slope", "Causal Analysis", "hard", numbers=3)
+def adjusted_slope(rng: random.Random, x: Column, y: Column, z: Column) -> Draft | None:
     question = rng.choice([
         f"Does {x.words} still go with {y.words} once {z.words} is taken into account? Give the least-squares "
         f"slope of {y.words} on {x.words} alone, and the coefficient of {x.words} when {z.words} is also in the "
@@ -544,11 +497,8 @@ def adjusted_slope(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, x=x.name, y=y.name, z=z.name)
 
 
-@template("preprocessing.clean_then_summarise", "Comprehensive Data Preprocessing", "medium")
-def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)):
-        return None
-    number = picked[0]
+@template("preprocessing.clean_then_summarise", "Comprehensive Data Preprocessing", "medium", numbers=1)
+def clean_then_summarise(rng: random.Random, number: Column) -> Draft | None:
     question = rng.choice([
         f"Clean the table, then summarise {number.words}: drop exact duplicate rows, fill missing {number.words} "
         "with the median of the remaining values, and standardise it to zero mean and unit variance. How many "
@@ -574,11 +524,8 @@ def clean_then_summarise(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("distribution.normality", "Distribution Analysis", "medium")
-def normality(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)):
-        return None
-    number = picked[0]
+@template("distribution.normality", "Distribution Analysis", "medium", numbers=1)
+def normality(rng: random.Random, number: Column) -> Draft | None:
     question = rng.choice([
         f"Is {number.words} normally distributed? Use the Shapiro-Wilk test at the 0.05 significance level.",
         f"Test whether {number.words} follows a normal distribution, with a Shapiro-Wilk test at the 5% level.",
@@ -600,11 +547,8 @@ def normality(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("statistics.chi_square", "Statistical Analysis", "medium")
-def chi_square(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.categories, 2)):
-        return None
-    first, second = picked
+@template("statistics.chi_square", "Statistical Analysis", "medium", categories=2)
+def chi_square(rng: random.Random, first: Column, second: Column) -> Draft | None:
     if len(first.values) < 2 or len(second.values) < 2:
         return None
     question = rng.choice([
@@ -633,11 +577,8 @@ def chi_square(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, first=first.name, second=second.name)
 
 
-@template("anomaly.iqr", "Anomaly Detection", "easy")
-def iqr_outliers(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers)):
-        return None
-    number = picked[0]
+@template("anomaly.iqr", "Anomaly Detection", "easy", numbers=1)
+def iqr_outliers(rng: random.Random, number: Column) -> Draft | None:
     question = rng.choice([
         f"How many {number.words} values are outliers by the 1.5 x IQR rule? Give the bounds as well.",
         f"Using the interquartile range, count the rows whose {number.words} lies more than 1.5 IQR below the "
@@ -663,11 +604,8 @@ def iqr_outliers(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, number=number.name)
 
 
-@template("correlation.pearson_test", "Correlation Analysis", "medium")
-def pearson_test(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 2)):
-        return None
-    x, y = picked
+@template("correlation.pearson_test", "Correlation Analysis", "medium", numbers=2)
+def pearson_test(rng: random.Random, x: Column, y: Column) -> Draft | None:
     question = rng.choice([
         f"Is the linear correlation between {x.words} and {y.words} significant? Give Pearson's r and its "
         "p-value, at the 0.05 level.",
@@ -690,11 +628,8 @@ def pearson_test(roles: Roles, rng: random.Random) -> Draft | None:
     return _draft(question, constraints, answers, code, x=x.name, y=y.name)
 
 
-@template("impact.regression", "Impact Analysis", "hard")
-def regression(roles: Roles, rng: random.Random) -> Draft | None:
-    if not (picked := _pick(rng, roles.numbers, 3)):
-        return None
-    x, z, y = picked
+@template("impact.regression", "Impact Analysis", "hard", numbers=3)
+def regression(rng: random.Random, x: Column, z: Column, y: Column) -> Draft | None:
     question = rng.choice([
         f"Predict {y.words} from {x.words} and {z.words} with a linear regression trained on 80% of the rows. "
         f"How much does {y.words} change per unit of {x.words}, and how well does the model do on the other 20% "
