@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from datalyst.errors import ConfigError, ModelUnavailable
-from datalyst.llm import ADAPTER_GGUF, ModelSpec, _source, ensure_model, llama_cpp_source, load_model
+from datalyst.llm import ADAPTER_GGUF, ModelSpec, _embedded, _source, ensure_model, llama_cpp_source, load_model
 from datalyst.llm._cache import model_identity
 from datalyst.llm._embedded import adapter_path, get_model
 from datalyst.llm._gguf import find_adapter
@@ -139,11 +139,11 @@ def test_pip_failures_read_as_one_line(cache, monkeypatch):
         stderr = "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError'\nERROR: nope\n"
         return subprocess.CompletedProcess(command, 1, "", stderr)
 
-    monkeypatch.setattr(_source.subprocess, "run", fake_run)
+    monkeypatch.setattr(_embedded.subprocess, "run", fake_run)
     with pytest.raises(ModelUnavailable) as info:
         llama_cpp_source()
     message = str(info.value)
-    assert message.startswith(f"cannot download the source of llama-cpp-python=={RELEASE}: pip could not connect")
+    assert message.startswith(f"Cannot download llama-cpp-python=={RELEASE}: pip could not connect")
     assert "\n" not in message
     assert seen["command"][:4] == [sys.executable, "-m", "pip", "download"]
     assert "--no-binary" in seen["command"] and seen["command"][-1] == f"llama-cpp-python=={RELEASE}"

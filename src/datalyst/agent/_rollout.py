@@ -37,10 +37,6 @@ class RolloutSummary(BaseModel):
     terminations: dict[str, int]
     duration_s: float
 
-    @property
-    def per_second(self) -> float:
-        return self.written / self.duration_s if self.duration_s else 0.0
-
 
 async def rollout_groups(
     tasks: Sequence[Task],

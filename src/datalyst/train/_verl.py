@@ -47,7 +47,9 @@ class TokenOutput(Protocol):
 class TokenServer(Protocol):
     """Generates from token ids (verl's ``LLMServerClient``); one ``request_id`` per conversation."""
 
-    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]) -> Any: ...
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]
+    ) -> TokenOutput: ...
 
 
 @dataclasses.dataclass(frozen=True)
