@@ -73,7 +73,7 @@ def test_without_warm_up_the_rate_starts_at_its_peak():
 def test_the_torch_scheduler_follows_rate_scale():
     import torch
 
-    from datalyst.train._sft import cosine_with_warmup
+    from datalyst.train._loop import cosine_with_warmup
 
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=2.0)
     scheduler = cosine_with_warmup(optimizer, warmup_ratio=0.3, total=7)  # ceil(2.1) = 3 warm-up steps

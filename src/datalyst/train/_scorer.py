@@ -34,13 +34,13 @@ from datalyst.errors import DataFileError
 from datalyst.files import write_atomic
 from datalyst.llm import ChatMessage, ChatTokenizer, common_prefix
 from datalyst.train._checkpoints import finish_run, start_run
-from datalyst.train._data import Example, step_batch, steps_per_epoch
+from datalyst.train._data import Example
 from datalyst.train._log import plot_curve, read_log
-from datalyst.train._loop import train_steps
+from datalyst.train._loop import train_epochs
 from datalyst.train._model_losses import preference_loss, value_loss
-from datalyst.train._policy import load_policy, pad_id, trainable_parameters
+from datalyst.train._policy import load_policy, pad_id
 from datalyst.train._runtime import Runtime, release_memory, start_runtime
-from datalyst.train._sft import collate, cosine_with_warmup
+from datalyst.train._sft import collate
 from datalyst.train._value import ScorerConfig, ScorerResult
 
 
@@ -111,20 +111,13 @@ def fit(
     policy = load_policy(config.model, lora=config.lora)
     items, too_long = select_items(make_items(policy.chat_tokenizer), config)
     scorer = Scorer(policy.model, outputs=len(outputs), dropout=config.dropout)
-    total = steps_per_epoch(len(items), config.batch_size) * config.epochs
-    parameters = trainable_parameters(scorer)  # the LoRA layers and the head
-    optimizer = torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = cosine_with_warmup(optimizer, warmup_ratio=config.warmup_ratio, total=total)
-    model, optimizer = runtime.prepare(scorer, optimizer)  # on this process's device
     padding = pad_id(policy.tokenizer)
 
-    def step_fn(step: int) -> tuple[float, int]:
-        batch = step_batch(items, step, batch_size=config.batch_size, seed=config.seed)
+    def step(model: Any, batch: list[Item]) -> tuple[float, int]:
         return scorer_step(model, batch, runtime, pad_id=padding)
 
-    train_steps(out, step_fn, total=total, model=model, optimizer=optimizer, scheduler=scheduler,
-                parameters=parameters, runtime=runtime, max_grad_norm=config.max_grad_norm, save_every=save_every,
-                progress=progress)  # fmt: skip
+    # The trainable parameters: the LoRA layers and the head.
+    model = train_epochs(out, config, scorer, items, step, runtime, save_every=save_every, progress=progress)
     return _finish(config, out, runtime.unwrap(model), runtime, name=name, outputs=outputs, title=title,
                    items=len(items), too_long=too_long)  # fmt: skip
 

@@ -17,7 +17,6 @@ and random states: a resumed run continues exactly) and, at the end, ``adapter/`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,13 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from datalyst.files import write_atomic
 from datalyst.train._checkpoints import finish_run, start_run
-from datalyst.train._data import IGNORE, Example, micro_batches, read_examples, step_batch, steps_per_epoch
+from datalyst.train._data import IGNORE, Example, micro_batches, read_examples
 from datalyst.train._log import plot_curve, read_log
 from datalyst.train._logprobs import token_logprobs
-from datalyst.train._loop import train_steps
-from datalyst.train._policy import LoraOptions, load_policy, pad_id, save_weights, trainable_parameters
+from datalyst.train._loop import train_epochs
+from datalyst.train._policy import LoraOptions, load_policy, pad_id, save_weights
 from datalyst.train._runtime import Runtime, release_memory, start_runtime
-from datalyst.train._schedules import rate_scale
 
 Precision = Literal["auto", "bf16", "fp32"]
 
@@ -116,20 +114,12 @@ def train_sft(config: SFTConfig, out: str | Path, *, save_every: int = 1, progre
     examples = selection.examples
     if runtime.is_main:
         write_atomic(out / "examples.txt", "".join(f"{example.id}\n" for example in examples))
-    total = steps_per_epoch(len(examples), config.batch_size) * config.epochs
-    parameters = trainable_parameters(policy.model)
-    optimizer = runtime.torch.optim.AdamW(parameters.values(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = cosine_with_warmup(optimizer, warmup_ratio=config.warmup_ratio, total=total)
-    model, optimizer = runtime.prepare(policy.model, optimizer)
     padding = pad_id(policy.tokenizer)
 
-    def step_fn(step: int) -> tuple[float, int]:
-        batch = step_batch(examples, step, batch_size=config.batch_size, seed=config.seed)
+    def step(model: Any, batch: list[Example]) -> tuple[float, int]:
         return sft_step(model, batch, runtime, max_batch_tokens=config.max_batch_tokens, pad_id=padding)
 
-    train_steps(out, step_fn, total=total, model=model, optimizer=optimizer, scheduler=scheduler,
-                parameters=parameters, runtime=runtime, max_grad_norm=config.max_grad_norm, save_every=save_every,
-                progress=progress)  # fmt: skip
+    train_epochs(out, config, policy.model, examples, step, runtime, save_every=save_every, progress=progress)
     return _finish(config, out, policy, runtime, examples, selection_counts=selection.model_dump(exclude={"examples"}))
 
 
@@ -164,15 +154,6 @@ def collate(group: Sequence[Example], *, pad_id: int, torch: Any) -> tuple[Any, 
         mask.append([1] * len(example.input_ids) + [0] * padding)
         labels.append(example.labels + [IGNORE] * padding)
     return torch.tensor(ids), torch.tensor(mask), torch.tensor(labels)
-
-
-def cosine_with_warmup(optimizer: Any, *, warmup_ratio: float, total: int) -> Any:
-    """:func:`rate_scale` as a torch scheduler, warming up over the first ``warmup_ratio`` of ``total`` steps
-    (rounded up)."""
-    from torch.optim.lr_scheduler import LambdaLR
-
-    warmup = math.ceil(warmup_ratio * total)
-    return LambdaLR(optimizer, lambda step: rate_scale(step, total, warmup))
 
 
 def _finish(
