@@ -173,10 +173,11 @@ def validated(model: type[C], data: Mapping[str, Any]) -> C:
 
 def _options(
     model: type[BaseModel], arguments: set[str], inline: set[Path_], skip: set[Path_], own: Mapping[Path_, Any],
-    at: Path_ = (), prefix: str = "", defaults: BaseModel | None = None,
+    at: Path_ = (), prefix: str = "", defaults: BaseModel | None = None, label: str = "",
 ) -> Iterator[_Option]:  # fmt: skip
     """Each field as an option (or an argument, for those named), nested models flattened; a nested field's
-    default is the one its parent's default holds."""
+    default is the one its parent's default holds, and its help starts with the ``label`` its parent field names
+    (``json_schema_extra={"label": "mcts"}``: the options that matter only to one strategy)."""
     for name, field in model.model_fields.items():
         path = (*at, name)
         if path in skip or (field.json_schema_extra or {}).get("option") is False:  # type: ignore[union-attr]
@@ -187,13 +188,14 @@ def _options(
         if nested is not None:
             inner = prefix if path in inline else f"{prefix}{name}_"
             start = default if isinstance(default, BaseModel) else None
-            yield from _options(nested, set(), inline, skip, own, path, inner, start)
+            extra = field.json_schema_extra or {}
+            yield from _options(nested, set(), inline, skip, own, path, inner, start, extra.get("label", label))  # type: ignore[union-attr]
             continue
         parameter = prefix + name
         custom = (field.json_schema_extra or {}).get("flag")  # type: ignore[union-attr]
         flag = custom or f"--{parameter.replace('_', '-')}"
         annotation, default = _cli_type(field, default)
-        help_text = _first_sentence(field.description or "") or None
+        help_text = f"{label}: " * bool(label) + _first_sentence(field.description or "") or None
         if name in arguments:
             info = typer.Argument(help=help_text, show_default=False)
         else:

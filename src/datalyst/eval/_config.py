@@ -46,7 +46,7 @@ class EvalConfig(BaseModel):
     """How each trial answers: react (one trajectory), vote (the majority of ``votes``) or mcts (a tree search)."""
     votes: int = Field(5, ge=1)
     """vote: trajectories sampled per answer."""
-    search: MCTSConfig = INFER
+    search: MCTSConfig = Field(INFER, json_schema_extra={"label": "mcts"})
     value_model: str | None = None
     """mcts: a value model (``datalyst train value``) that values the search's states."""
     trials: int = Field(3, ge=1)

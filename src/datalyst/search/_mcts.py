@@ -37,11 +37,11 @@ class MCTSConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     simulations: int = Field(40, ge=1)
-    """mcts: expansions per answer at most; each asks the model for ``expansions`` turns."""
+    """Expansions per answer at most; each asks the model for ``expansions`` turns."""
     c_puct: float = Field(0.0, ge=0.0)
-    """mcts: exploration weight (0: follow the values)."""
+    """Exploration weight (0: follow the values)."""
     expansions: int = Field(3, ge=1)
-    """mcts: turns proposed per expansion."""
+    """Turns proposed per expansion."""
     max_depth: int = Field(10, ge=1)
     """Turns on one branch at most."""
     max_errors: int = Field(3, ge=1)
