@@ -25,3 +25,11 @@ def test_a_corrupt_file_is_one_clear_line(datalyst, tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"error: cannot read '{junk}'")
+
+
+def test_an_error_line_keeps_its_brackets(datalyst, tmp_path):
+    missing = tmp_path / "@name[value] [train].csv"
+    done = datalyst("describe", str(missing))
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot read '{missing}': file not found")
