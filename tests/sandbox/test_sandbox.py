@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -56,6 +58,16 @@ def test_syntax_errors_are_reported_not_raised():
     with Sandbox(limits=FAST) as sb:
         result = sb.run_python("def broken(:\n    pass")
     assert result.error.ename == "SyntaxError"
+    assert result.error.traceback.startswith('  File "<cell-1>", line 1\n    def broken(:\n')  # no parser frame
+
+
+def test_tracebacks_do_not_name_where_python_is_installed(sales):
+    with Sandbox(files=[sales], limits=FAST) as sb:
+        stdlib = sb.run_python("import json\njson.loads('{')").error.traceback
+        library = sb.run_python("import pandas as pd\npd.read_csv('missing.csv')").error.traceback
+    assert 'File "<python>/json/decoder.py"' in stdlib and 'File "<site-packages>/pandas/' in library
+    for installed in {sys.prefix, sys.base_prefix, *(sysconfig.get_path(key) for key in ("stdlib", "purelib"))}:
+        assert installed not in stdlib + library
 
 
 def test_figures_are_saved_and_written_files_are_listed(sales):

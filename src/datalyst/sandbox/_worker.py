@@ -18,6 +18,7 @@ import signal
 import socket
 import sqlite3
 import sys
+import sysconfig
 import time
 import traceback
 from collections.abc import Sequence
@@ -38,6 +39,9 @@ MAX_EVALUE_CHARS = 2_000
 MAX_NAME_CHARS = 200
 """Exception and module names are clipped to this (what the host accepts is larger: see ``_replies``)."""
 SQL_PREVIEW_ROWS = 10
+_LABELS = {"purelib": "<site-packages>", "platlib": "<site-packages>", "stdlib": "<python>", "platstdlib": "<python>"}
+_INSTALLED = sorted({(sysconfig.get_path(key), label) for key, label in _LABELS.items()}, key=lambda p: -len(p[0]))
+"""Where Python and its libraries are installed on the host, and what tracebacks call them (longest first)."""
 
 
 class CpuTimeExceeded(BaseException):
@@ -88,7 +92,18 @@ def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
 
 
 def _format_traceback(exc: BaseException, tb: Any) -> str:
-    """The traceback a notebook would show, minus this module's frames; deep stacks keep both ends."""
+    """The traceback a notebook would show, minus this module's frames, with the host's installation folders
+    named ``<python>`` and ``<site-packages>``; deep stacks keep both ends."""
+    return _hide_installation(_frames_text(exc, tb))
+
+
+def _hide_installation(text: str) -> str:
+    for path, label in _INSTALLED:
+        text = text.replace(f'File "{path}/', f'File "{label}/')
+    return text
+
+
+def _frames_text(exc: BaseException, tb: Any) -> str:
     frames = [(frame, line) for frame, line in traceback.walk_tb(tb) if frame.f_code.co_filename != __file__]
     if len(frames) <= MAX_TRACEBACK_FRAMES:
         report = traceback.TracebackException(type(exc), exc, tb)  # keeps chained exceptions
@@ -153,8 +168,8 @@ class Kernel:
             tail = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             body = compile(tree, name, "exec")
             last = compile(ast.Expression(tail.value), name, "eval") if tail is not None else None
-        except SyntaxError as exc:
-            return self._error(exc, skip_frames=0)
+        except SyntaxError as exc:  # the cell's text, not a frame of the parser that found it
+            return self._error(exc.with_traceback(None), skip_frames=0)
         _set_cpu_budget(self.cpu_s)
         try:
             exec(body, self.namespace)
