@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from web_helpers import NO_ANSWER, RIGHT_FOR_Q0, TOKEN, eval_run, live_server, serve_config
+from web_helpers import NO_ANSWER, RIGHT_FOR_Q0, TOKEN, answer, code, eval_run, live_server, script_spec, serve_config
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (.ci/run installs it)")
@@ -27,8 +27,22 @@ def server(tmp_path_factory, dabench_tables):
     eval_run(root / "runs" / "baseline", NO_ANSWER)
     eval_run(root / "runs" / "better", RIGHT_FOR_Q0)
     config = serve_config(root, runs=root / "runs", data=[root / "runs"])
+    slow = script_spec(root / "slow.jsonl", [code("import time\ntime.sleep(20)"), answer("done")])
+    config = config.model_copy(update={"models": [*config.models, slow, f"replay:{root}/@name[value] [train].jsonl"]})
     with live_server(config) as (base, app):
         yield base, app
+
+
+@pytest.fixture
+def bare_page(tmp_path, browser):
+    """The app of a server started with no runs or data folder."""
+    with live_server(serve_config(tmp_path)) as (base, _):
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{base}/?token={TOKEN}")
+        yield page
+        context.close()
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +82,7 @@ def test_asking_streams_cells_outputs_a_figure_and_the_answer_then_the_notebook_
     assert page.locator("pre.code").count() == 2
     assert page.locator(".output").first.inner_text().strip() == "60"
     assert page.locator("img.figure").count() == 1
+    assert page.locator(".output").nth(1).inner_text().strip() == "plotted"  # the figure shows; its file is not named
     assert page.locator(".final").inner_text() == "@rows[20]"
     assert page.locator("#files-info").inner_text().startswith("sales.csv (csv, 60 rows")
     page.fill("#question", "And the largest sale?")
@@ -79,7 +94,8 @@ def test_asking_streams_cells_outputs_a_figure_and_the_answer_then_the_notebook_
         page.click("#download-notebook")
     notebook = nbformat.read(download.value.path(), as_version=4)
     nbformat.validate(notebook)
-    assert sum(cell.cell_type == "code" for cell in notebook.cells) == 3
+    assert [cell.execution_count for cell in notebook.cells if cell.cell_type == "code"] == [1, 2, 3]  # as on the page
+    assert page.locator(".label").all_inner_texts() == ["CELL 1", "CELL 2", "CELL 3"]  # upper case by its style
     page.click("#new-conversation")
     _, app = server
     expect(page.locator("#transcript > *")).to_have_count(0)
@@ -123,3 +139,36 @@ def test_a_tasks_file_is_browsed_with_filters(page):
     page.wait_for_selector("#data-rows tbody tr")
     assert page.locator("#data-count").inner_text() == "3 of 3 tasks"
     screenshot(page, "data")
+
+
+def test_a_new_conversation_while_an_answer_streams_is_no_error(page, server, examples_dir):
+    base, _ = server
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    page.select_option("#model", index=1)  # a model whose first cell takes 20 s
+    page.fill("#question", "Anything?")
+    page.click("#ask")
+    page.wait_for_selector(".turn.pending")
+    page.click("#new-conversation")
+    expect(page.locator("#transcript > *")).to_have_count(0)
+    expect(page.locator("#ask")).to_be_enabled()
+    assert page.locator("#ask-error").is_hidden() and "aborted" not in page.locator("body").inner_text()
+    favicon = page.request.get(f"{base}/favicon.ico")
+    assert favicon.status == 200 and favicon.headers["content-type"] == "image/svg+xml"
+
+
+def test_an_error_shows_its_text_exactly(page, examples_dir):
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    page.select_option("#model", index=2)  # a replay model whose file is missing
+    page.fill("#question", "Anything?")
+    page.click("#ask")
+    page.wait_for_selector(".final.none")
+    assert "/@name[value] [train].jsonl: No such file" in page.locator(".final.none").inner_text()
+
+
+def test_pages_without_runs_or_data_say_how_to_get_them(bare_page):
+    bare_page.click("nav a[data-page=runs]")
+    expect(bare_page.locator("#runs-note")).to_contain_text("datalyst serve --runs DIR")
+    assert bare_page.locator("#runs-table").is_hidden() and bare_page.locator("#compare").is_hidden()
+    bare_page.click("nav a[data-page=data]")
+    expect(bare_page.locator("#data-note")).to_contain_text("datalyst serve --data DIR")
+    assert bare_page.locator("#data-picker").is_hidden()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.resources
+import itertools
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import jinja2
@@ -72,7 +74,8 @@ def to_notebook(trajectory: Trajectory, *follow_ups: Trajectory) -> NotebookNode
     from nbformat.v4 import new_notebook
 
     task = trajectory.task
-    cells = [cell for part in (trajectory, *follow_ups) for cell in _cells(part)]
+    counter = itertools.count(1)  # one count over the follow-ups too, as the page numbers the cells
+    cells = [cell for part in (trajectory, *follow_ups) for cell in _cells(part, counter)]
     notebook = new_notebook(cells=cells)
     notebook.metadata["datalyst"] = {
         "trajectory_id": trajectory.id,
@@ -86,7 +89,7 @@ def to_notebook(trajectory: Trajectory, *follow_ups: Trajectory) -> NotebookNode
     return notebook
 
 
-def _cells(trajectory: Trajectory) -> list[NotebookNode]:
+def _cells(trajectory: Trajectory, counter: Iterator[int]) -> list[NotebookNode]:
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
     cells = [new_markdown_cell(_task_markdown(trajectory))]
@@ -96,7 +99,7 @@ def _cells(trajectory: Trajectory) -> list[NotebookNode]:
         if turn.thought:
             cells.append(new_markdown_cell(turn.thought))
         if turn.kind == ActionKind.CODE:
-            cells.append(new_code_cell(turn.code or "", execution_count=turn.index + 1, outputs=_outputs(turn)))
+            cells.append(new_code_cell(turn.code or "", execution_count=next(counter), outputs=_outputs(turn)))
         elif turn.kind == ActionKind.ANSWER:
             cells.append(new_markdown_cell(f"**Answer:** {turn.answer}"))
         else:

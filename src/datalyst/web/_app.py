@@ -125,6 +125,7 @@ def create_app(config: ServeConfig) -> Starlette:
         return JSONResponse({
             "models": [{"spec": spec, "dialect": config.dialect_of(spec)} for spec in config.models],
             "dialects": list(DIALECTS), "files": offered[:1000], "runs": config.runs is not None,
+            "data": bool(config.data),
             "limits": {"upload_bytes": config.upload_bytes, "upload_files": config.upload_files},
         })  # fmt: skip
 
@@ -279,8 +280,12 @@ def create_app(config: ServeConfig) -> Starlette:
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"Content-Security-Policy": PAGE_POLICY})
 
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
     routes = [
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/api/info", info),
         Route("/api/conversations", open_conversation, methods=["POST"]),
         Route("/api/conversations/{id}/ask", ask, methods=["POST"]),

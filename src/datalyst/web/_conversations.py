@@ -178,6 +178,16 @@ def _step(step: Step) -> dict[str, Any]:
     return {"kind": step.kind.value, "thought": step.thought, "code": step.code, "answer": step.answer}
 
 
+def _without_figures(observation: str, figures: dict[str, str]) -> str:
+    """The observation as the page shows it, with the figures drawn below it: their file names left out of the
+    line that lists the files the cell wrote."""
+    *lines, last = observation.split("\n")
+    if not (figures and last.startswith("[files] ")):
+        return observation
+    files = [name for name in last.removeprefix("[files] ").split(", ") if name not in figures]
+    return "\n".join([*lines, *(["[files] " + ", ".join(files)] if files else [])])
+
+
 def _turn(turn: Turn) -> dict[str, Any]:
     ran = turn.kind == ActionKind.CODE and turn.result is not None
     return {
@@ -186,7 +196,7 @@ def _turn(turn: Turn) -> dict[str, Any]:
         "thought": turn.thought,
         "code": turn.code,
         "answer": turn.answer,
-        "observation": turn.observation,
+        "observation": _without_figures(turn.observation or "", turn.figures),
         "ok": turn.result.ok if ran and turn.result is not None else None,
         "figures": list(turn.figures.values()),
     }

@@ -90,8 +90,10 @@ async function submitQuestion(event) {
     $("question").value = "";
     await streamAnswer(id, question);
   } catch (error) {
-    $("ask-error").textContent = error.message;
-    show($("ask-error"), true);
+    if (error.name !== "AbortError") {  // a stream we closed ourselves (a new conversation) is no error
+      $("ask-error").textContent = error.message;
+      show($("ask-error"), true);
+    }
   } finally {
     $("ask").disabled = false;
     $("stop").disabled = true;
@@ -174,6 +176,14 @@ async function openRuns(runId, query) {
   if (query.get("a")) return openComparison(query.get("a"), query.get("b"));
   if (runId) return openRun(decodeURIComponent(runId));
   const runs = await api("/api/runs");
+  const info = ask.info || (await api("/api/info"));
+  if (!runs.length) {
+    $("runs-note").textContent = info.runs
+      ? "No evaluation runs in the server's runs folder yet. Make one with `datalyst eval run --out RUNS/NAME ...`, then reload."
+      : "This server shows no runs folder. Start it with `datalyst serve --runs DIR`, DIR holding `datalyst eval run` outputs.";
+  }
+  show($("runs-table"), runs.length > 0);
+  show($("compare"), runs.length > 0);
   const body = $("runs-table").tBodies[0];
   body.replaceChildren(...runs.map((run) => el("tr", {},
     el("td", {}, el("input", { type: "checkbox", value: run.id, onchange: pickForComparison })),
@@ -258,6 +268,12 @@ let dataFiles = null;
 async function openData() {
   if (dataFiles === null) {
     dataFiles = await api("/api/data");
+    const info = ask.info || (await api("/api/info"));
+    $("data-note").textContent = dataFiles.length ? "" : info.data
+      ? "No tasks or trajectories files (JSONL) in the server's data folders yet."
+      : "This server shows no data folder. Start it with `datalyst serve --data DIR` (or --runs DIR) to browse tasks and trajectories.";
+    show($("data-note"), !dataFiles.length);
+    show($("data-picker"), dataFiles.length > 0);
     $("data-file").replaceChildren(el("option", { value: "" }, "choose a file"),
       ...dataFiles.map((f, i) => el("option", { value: i }, `${f.name} (${f.kind})`)));
     $("data-file").addEventListener("change", () => loadDataRows({}));
