@@ -22,13 +22,17 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, dabench_tables):
+def server(tmp_path_factory, dabench_tables, examples_dir):
     root = tmp_path_factory.mktemp("served")
     eval_run(root / "runs" / "baseline", NO_ANSWER)
     eval_run(root / "runs" / "better", RIGHT_FOR_Q0)
-    config = serve_config(root, runs=root / "runs", data=[root / "runs"])
+    (root / "offered").mkdir()
+    shutil.copy(examples_dir / "sales.csv", root / "offered")
+    config = serve_config(root, runs=root / "runs", data=[root / "runs"], files=root / "offered")
     slow = script_spec(root / "slow.jsonl", [code("import time\ntime.sleep(20)"), answer("done")])
-    config = config.model_copy(update={"models": [*config.models, slow, f"replay:{root}/@name[value] [train].jsonl"]})
+    failing = script_spec(root / "failing.jsonl", [code("int('x')"), code("[][1]"), code("1/0"), code("print(1)")])
+    missing = f"replay:{root}/@name[value] [train].jsonl"
+    config = config.model_copy(update={"models": [*config.models, slow, missing, failing]})
     with live_server(config) as (base, app):
         yield base, app
 
@@ -172,3 +176,19 @@ def test_pages_without_runs_or_data_say_how_to_get_them(bare_page):
     bare_page.click("nav a[data-page=data]")
     expect(bare_page.locator("#data-note")).to_contain_text("datalyst serve --data DIR")
     assert bare_page.locator("#data-picker").is_hidden()
+
+
+def test_a_first_visit_is_guided_in_plain_words(page):
+    assert page.locator("#new-conversation").is_hidden()  # there is no conversation yet
+    assert page.locator("#dialect").is_hidden()  # under "Advanced", preselected from the model
+    assert page.locator("#dialect").input_value() == "datamind"
+    expect(page.locator("#folder-files legend")).to_have_text("or pick files from the served folder")
+    page.click("#welcome .example")
+    assert page.locator("#question").input_value() == "Which region has the highest total revenue?"
+    page.check("#folder-files input[value='sales.csv']")
+    page.select_option("#model", index=3)  # a model whose cells all fail
+    page.click("#ask")
+    expect(page.locator(".final.none")).to_have_text(
+        "No answer: the code kept failing; the last error was ZeroDivisionError: division by zero."
+    )
+    assert page.locator("#new-conversation").is_visible() and page.locator("#welcome").is_hidden()

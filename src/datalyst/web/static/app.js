@@ -53,6 +53,7 @@ async function loadInfo() {
   for (const name of ask.info.files) {
     $("folder-files").append(el("label", { class: "check" }, el("input", { type: "checkbox", value: name }), name));
   }
+  show($("folder-files"), ask.info.files.length > 0);
 }
 
 async function openConversation() {
@@ -65,6 +66,8 @@ async function openConversation() {
     .map((f) => `${f.name} (${f.kind}${f.tables.length ? ", " + f.tables.map((t) => `${t.rows ?? "?"} rows × ${t.columns} columns`).join("; ") : ""})`)
     .join(" · ");
   for (const input of $("setup").querySelectorAll("input, select")) input.disabled = true;
+  show($("new-conversation"), true);
+  show($("welcome"), false);
   return opened.id;
 }
 
@@ -77,6 +80,8 @@ async function closeConversation() {
   $("files-info").textContent = "";
   for (const link of [$("download-notebook"), $("download-html")]) show(link, false);
   for (const input of $("setup").querySelectorAll("input, select")) input.disabled = false;
+  show($("new-conversation"), false);
+  show($("welcome"), true);
 }
 
 async function submitQuestion(event) {
@@ -151,7 +156,9 @@ function render(block, name, data) {
     }
     if (data.kind === "void") turn.append(el("p", { class: "muted" }, "(no code and no answer in this turn)"));
   } else if (name === "answer") {
-    const text = data.answer ?? `No answer (${data.termination} after ${data.turns} turns)`;
+    const errors = block.querySelectorAll(".output.error");
+    const last = data.termination === "execution_errors" && errors.length ? errors[errors.length - 1].textContent.trim().split("\n").pop() : "";
+    const text = data.answer ?? `No answer: ${ENDINGS[data.termination] ?? data.termination}${last ? `; the last error was ${last}` : ""}.`;
     block.append(el("div", { class: data.answer ? "final" : "final none" }, text), el("p", { class: "muted" }, `${data.turns} turns · ${data.seconds} s`));
     for (const [link, kind] of [[$("download-notebook"), "notebook"], [$("download-html"), "html"]]) {
       link.href = `/api/conversations/${ask.conversation}/${kind}`;
@@ -162,6 +169,13 @@ function render(block, name, data) {
     block.append(el("div", { class: "final none" }, name === "stopped" ? "Stopped. The next question starts afresh with the same files." : `Error: ${data.message}`));
   }
 }
+
+const ENDINGS = {
+  execution_errors: "the code kept failing",
+  max_turns: "the agent used all its turns without answering",
+  context_overflow: "the conversation grew too long for the model",
+  failed: "something went wrong on our side",
+};
 
 async function stopAnswer() {
   if (ask.conversation) await api(`/api/conversations/${ask.conversation}/stop`, { method: "POST" }).catch(() => {});
@@ -305,6 +319,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("ask-form").addEventListener("submit", submitQuestion);
   $("stop").addEventListener("click", stopAnswer);
   $("new-conversation").addEventListener("click", closeConversation);
+  for (const example of document.querySelectorAll("#welcome .example")) {
+    example.addEventListener("click", () => { $("question").value = example.textContent; $("question").focus(); });
+  }
   $("question").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask-form").requestSubmit(); } });
   route();
   await loadInfo().catch((error) => { $("ask-error").textContent = error.message; show($("ask-error"), true); });
