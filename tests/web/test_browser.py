@@ -7,7 +7,9 @@ Set DATALYST_SCREENSHOTS to a folder to save a screenshot of each page there (do
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -192,3 +194,21 @@ def test_a_first_visit_is_guided_in_plain_words(page):
         "No answer: the code kept failing; the last error was ZeroDivisionError: division by zero."
     )
     assert page.locator("#new-conversation").is_visible() and page.locator("#welcome").is_hidden()
+
+
+def test_the_page_shows_what_the_agent_is_doing_follows_it_and_esc_stops_it(page, examples_dir):
+    page.set_viewport_size({"width": 1280, "height": 320})  # short: the steps go past the bottom
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    page.select_option("#model", index=1)  # a model whose first cell takes 20 s
+    page.fill("#question", "Anything?")
+    asked = time.monotonic()
+    page.click("#ask")
+    page.wait_for_selector("#working")
+    assert time.monotonic() - asked < 1.0
+    expect(page.locator("#working")).to_contain_text("Running cell 1…")
+    assert re.fullmatch(r"Running cell 1… \d+\.\d s", page.locator("#working").inner_text())
+    assert page.evaluate("scrollY") > 0  # followed the new step down
+    page.evaluate("scrollTo(0, 0)")  # the reader goes back up to read
+    page.keyboard.press("Escape")
+    expect(page.locator(".final.none")).to_contain_text("Stopped.")
+    assert page.evaluate("scrollY") == 0 and page.locator("#working").is_hidden()

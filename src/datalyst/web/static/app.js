@@ -84,15 +84,43 @@ async function closeConversation() {
   show($("welcome"), true);
 }
 
+// What the agent is doing, with the time since Ask, until the answer comes.
+const working = { timer: null, started: 0, what: "" };
+
+function setWorking(what) {
+  working.what = what;
+  if (!working.timer) {
+    working.started = performance.now();
+    working.timer = setInterval(showWorking, 100);
+  }
+  showWorking();
+}
+
+function showWorking() {
+  $("working").textContent = `${working.what}… ${((performance.now() - working.started) / 1000).toFixed(1)} s`;
+  show($("working"), true);
+}
+
+function stopWorking() {
+  clearInterval(working.timer);
+  working.timer = null;
+  show($("working"), false);
+}
+
+// New steps scroll into view, unless the reader has scrolled up to read.
+const nearBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+
 async function submitQuestion(event) {
   event.preventDefault();
   const question = $("question").value.trim();
   if (!question) return;
   show($("ask-error"), false);
   $("ask").disabled = true;
+  setWorking(ask.conversation ? "The model is writing" : "Reading the files");
   try {
     const id = ask.conversation || (await openConversation());
     $("question").value = "";
+    setWorking("The model is writing");
     await streamAnswer(id, question);
   } catch (error) {
     if (error.name !== "AbortError") {  // a stream we closed ourselves (a new conversation) is no error
@@ -100,6 +128,7 @@ async function submitQuestion(event) {
       show($("ask-error"), true);
     }
   } finally {
+    stopWorking();
     $("ask").disabled = false;
     $("stop").disabled = true;
   }
@@ -130,7 +159,10 @@ async function streamAnswer(id, question) {
       buffer = buffer.slice(cut + 2);
       const name = /^event: (.*)$/m.exec(message)?.[1];
       const data = /^data: (.*)$/m.exec(message)?.[1];
-      if (name && data) render(block, name, JSON.parse(data));
+      if (!name || !data) continue;
+      const following = nearBottom();
+      render(block, name, JSON.parse(data));
+      if (following) window.scrollTo(0, document.documentElement.scrollHeight);
     }
   }
   ask.stream = null;
@@ -144,6 +176,7 @@ function render(block, name, data) {
     if (data.thought) turn.append(el("p", { class: "thought" }, data.thought));
     if (data.kind === "code") turn.append(el("div", { class: "label" }, `cell ${++ask.cells}`), el("pre", { class: "code" }, data.code), el("pre", { class: "output running" }, "running…"));
     block.append(turn);
+    setWorking(data.kind === "code" ? `Running cell ${ask.cells}` : "The model is writing");
   } else if (name === "turn") {
     const turn = block.querySelector(".turn.pending");
     if (!turn) return;
@@ -155,6 +188,7 @@ function render(block, name, data) {
       for (const png of data.figures) turn.append(el("img", { class: "figure", alt: "figure", src: `data:image/png;base64,${png}` }));
     }
     if (data.kind === "void") turn.append(el("p", { class: "muted" }, "(no code and no answer in this turn)"));
+    setWorking("The model is writing");
   } else if (name === "answer") {
     const errors = block.querySelectorAll(".output.error");
     const last = data.termination === "execution_errors" && errors.length ? errors[errors.length - 1].textContent.trim().split("\n").pop() : "";
@@ -323,6 +357,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     example.addEventListener("click", () => { $("question").value = example.textContent; $("question").focus(); });
   }
   $("question").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask-form").requestSubmit(); } });
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape" && !$("stop").disabled) stopAnswer(); });
   route();
   await loadInfo().catch((error) => { $("ask-error").textContent = error.message; show($("ask-error"), true); });
 });
