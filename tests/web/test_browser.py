@@ -212,3 +212,20 @@ def test_the_page_shows_what_the_agent_is_doing_follows_it_and_esc_stops_it(page
     page.keyboard.press("Escape")
     expect(page.locator(".final.none")).to_contain_text("Stopped.")
     assert page.evaluate("scrollY") == 0 and page.locator("#working").is_hidden()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "why"),
+    [
+        ("empty.csv", b"", "empty"),
+        ("blob.csv", bytes(range(256)) * 40, "binary"),
+        ("note.txt", b"just one line of prose\n", "no rows of data"),
+    ],
+)
+def test_a_file_is_checked_as_it_is_chosen(page, examples_dir, name, content, why):
+    page.set_input_files("#upload", files=[{"name": name, "mimeType": "text/plain", "buffer": content}])
+    expect(page.locator("#ask-error")).to_contain_text(name)  # at once, before any question
+    assert why in page.locator("#ask-error").inner_text() and "\n" not in page.locator("#ask-error").inner_text()
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    expect(page.locator("#files-info")).to_have_text("sales.csv (csv, 60 rows \u00d7 6 columns)")
+    assert page.locator("#ask-error").is_hidden()

@@ -129,24 +129,34 @@ def create_app(config: ServeConfig) -> Starlette:
             "limits": {"upload_bytes": config.upload_bytes, "upload_files": config.upload_files},
         })  # fmt: skip
 
-    async def open_conversation(request: Request) -> Response:
+    async def chosen_files(request: Request, folder: Path) -> tuple[list[Path], list[dict[str, Any]]]:
+        """The files a form uploads into ``folder`` or picks from the served folder, each described (a file the
+        agent could not read is refused in one line)."""
         length = int(request.headers.get("content-length") or 0)
         if length > config.upload_files * config.upload_bytes + 2**20:
             raise Refused(f"uploads are limited to {config.upload_files} files of {_mb(config.upload_bytes)}", 413)
+        async with request.form(max_files=config.upload_files, max_fields=config.upload_files + 10) as form:
+            files = [await _save(upload, folder, config.upload_bytes) for upload in form.getlist("upload")
+                     if isinstance(upload, UploadFile)]  # fmt: skip
+            names = [name for name in form.getlist("file") if isinstance(name, str)]
+        if names and config.files is None:
+            raise Refused("this server was started without a folder of files (--files)")
+        files += [inside(config.files, name) for name in names if config.files is not None]
+        if not files:
+            raise Refused("choose at least one data file", 400)
+        if len({file.name for file in files}) < len(files):
+            raise Refused("two of the files have the same name; rename one", 400)
+        return files, [await asyncio.to_thread(_describe, file) for file in files]
+
+    async def check_files(request: Request) -> Response:
+        with tempfile.TemporaryDirectory(prefix="datalyst-web-") as folder:
+            _, described = await chosen_files(request, Path(folder))
+        return JSONResponse({"files": described})
+
+    async def open_conversation(request: Request) -> Response:
         folder = Path(tempfile.mkdtemp(prefix="datalyst-web-"))
         try:
-            async with request.form(max_files=config.upload_files, max_fields=config.upload_files + 10) as form:
-                files = [await _save(upload, folder, config.upload_bytes) for upload in form.getlist("upload")
-                         if isinstance(upload, UploadFile)]  # fmt: skip
-                names = [name for name in form.getlist("file") if isinstance(name, str)]
-            if names and config.files is None:
-                raise Refused("this server was started without a folder of files (--files)")
-            files += [inside(config.files, name) for name in names if config.files is not None]
-            if not files:
-                raise Refused("choose at least one data file", 400)
-            if len({file.name for file in files}) < len(files):
-                raise Refused("two of the files have the same name; rename one", 400)
-            described = [await asyncio.to_thread(_describe, file) for file in files]
+            files, described = await chosen_files(request, folder)
             conversation = conversations.open(files, folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
@@ -287,6 +297,7 @@ def create_app(config: ServeConfig) -> Starlette:
         Route("/", index),
         Route("/favicon.ico", favicon),
         Route("/api/info", info),
+        Route("/api/files/check", check_files, methods=["POST"]),
         Route("/api/conversations", open_conversation, methods=["POST"]),
         Route("/api/conversations/{id}/ask", ask, methods=["POST"]),
         Route("/api/conversations/{id}/stop", stop, methods=["POST"]),
@@ -370,6 +381,8 @@ def _describe(path: Path) -> dict[str, Any]:
     except DatalystError as exc:
         raise Refused(str(exc).splitlines()[0].replace(str(path), path.name), 400) from None  # not the server's paths
     tables = [{"name": t.name, "rows": t.row_count, "columns": t.column_count} for t in info.tables]
+    if tables and not any(table["rows"] for table in tables):
+        raise Refused(f"{path.name}: no rows of data (a header line at most); choose a file with a table in it", 400)
     return {"name": path.name, "kind": info.kind.value, "bytes": info.size_bytes, "tables": tables}
 
 

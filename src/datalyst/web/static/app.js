@@ -56,15 +56,40 @@ async function loadInfo() {
   show($("folder-files"), ask.info.files.length > 0);
 }
 
-async function openConversation() {
+function chosenFiles() {
   const form = new FormData();
   for (const file of $("upload").files) form.append("upload", file);
   for (const box of $("folder-files").querySelectorAll("input:checked")) form.append("file", box.value);
-  const opened = await api("/api/conversations", { method: "POST", body: form });
-  ask.conversation = opened.id;
-  $("files-info").textContent = opened.files
-    .map((f) => `${f.name} (${f.kind}${f.tables.length ? ", " + f.tables.map((t) => `${t.rows ?? "?"} rows × ${t.columns} columns`).join("; ") : ""})`)
+  return form;
+}
+
+const plural = (n, word) => `${n ?? "?"} ${word}${n === 1 ? "" : "s"}`;
+
+function describeFiles(files) {
+  $("files-info").textContent = files
+    .map((f) => `${f.name} (${f.kind}${f.tables.length ? ", " + f.tables.map((t) => `${plural(t.rows, "row")} × ${plural(t.columns, "column")}`).join("; ") : ""})`)
     .join(" · ");
+}
+
+// Files are checked as they are chosen: one the agent could not read is refused now, not after Ask.
+async function checkFiles() {
+  show($("ask-error"), false);
+  $("files-info").textContent = "";
+  if (!$("upload").files.length && !$("folder-files").querySelector("input:checked")) return;
+  $("files-info").textContent = "checking the files…";
+  try {
+    describeFiles((await api("/api/files/check", { method: "POST", body: chosenFiles() })).files);
+  } catch (error) {
+    $("files-info").textContent = "";
+    $("ask-error").textContent = error.message;
+    show($("ask-error"), true);
+  }
+}
+
+async function openConversation() {
+  const opened = await api("/api/conversations", { method: "POST", body: chosenFiles() });
+  ask.conversation = opened.id;
+  describeFiles(opened.files);
   for (const input of $("setup").querySelectorAll("input, select")) input.disabled = true;
   show($("new-conversation"), true);
   show($("welcome"), false);
@@ -353,6 +378,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("ask-form").addEventListener("submit", submitQuestion);
   $("stop").addEventListener("click", stopAnswer);
   $("new-conversation").addEventListener("click", closeConversation);
+  $("upload").addEventListener("change", checkFiles);
+  $("folder-files").addEventListener("change", checkFiles);
   for (const example of document.querySelectorAll("#welcome .example")) {
     example.addEventListener("click", () => { $("question").value = example.textContent; $("question").focus(); });
   }
