@@ -19,6 +19,7 @@ from web_helpers import NO_ANSWER, RIGHT_FOR_Q0, TOKEN, answer, code, eval_run, 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (.ci/run installs it)")
 expect = pytest.importorskip("playwright.sync_api").expect
+REGIONS = "import pandas as pd\nprint(pd.read_csv('sales.csv').groupby('region')['revenue'].sum().round(2))"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]  # fmt: skip
 
@@ -34,7 +35,8 @@ def server(tmp_path_factory, dabench_tables, examples_dir):
     slow = script_spec(root / "slow.jsonl", [code("import time\ntime.sleep(20)"), answer("done")])
     failing = script_spec(root / "failing.jsonl", [code("int('x')"), code("[][1]"), code("1/0"), code("print(1)")])
     missing = f"replay:{root}/@name[value] [train].jsonl"
-    config = config.model_copy(update={"models": [*config.models, slow, missing, failing]})
+    regions = script_spec(root / "regions.jsonl", [code(REGIONS), answer("West has the highest total revenue.")])
+    config = config.model_copy(update={"models": [*config.models, slow, missing, failing, regions]})
     with live_server(config) as (base, app):
         yield base, app
 
@@ -229,3 +231,17 @@ def test_a_file_is_checked_as_it_is_chosen(page, examples_dir, name, content, wh
     page.set_input_files("#upload", str(examples_dir / "sales.csv"))
     expect(page.locator("#files-info")).to_have_text("sales.csv (csv, 60 rows \u00d7 6 columns)")
     assert page.locator("#ask-error").is_hidden()
+
+
+def test_the_answer_shows_the_value_that_decides_it_and_the_cell_behind_it(page, examples_dir):
+    page.set_viewport_size({"width": 1280, "height": 400})
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    page.select_option("#model", index=4)  # totals by region, then "West has the highest total revenue."
+    page.fill("#question", "Which region has the highest total revenue?")
+    page.click("#ask")
+    evidence = page.locator(".final .evidence")
+    expect(evidence).to_contain_text("West")
+    assert "4961.88" in evidence.inner_text() and evidence.inner_text().endswith("from cell 1")
+    page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
+    evidence.locator("a").click()
+    expect(page.locator(".turn").first).to_be_in_viewport()

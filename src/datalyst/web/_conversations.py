@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import shutil
 import time
 import uuid
@@ -98,7 +99,8 @@ class Conversation:
         self.trajectories.append(state.trajectory)
         trajectory = state.trajectory
         emit("answer", {"answer": trajectory.answer, "termination": trajectory.termination.value,
-                        "turns": len(trajectory.turns), "seconds": round(trajectory.duration_s, 2)})  # fmt: skip
+                        "turns": len(trajectory.turns), "seconds": round(trajectory.duration_s, 2),
+                        "evidence": evidence(trajectory)})  # fmt: skip
 
     async def _abandon(self, state: AgentState, turns: list[Turn], why: str) -> None:
         """Keep the turns the question finished (for the downloads) and close its sandbox."""
@@ -176,6 +178,47 @@ class Conversations:
 
 def _step(step: Step) -> dict[str, Any]:
     return {"kind": step.kind.value, "thought": step.thought, "code": step.code, "answer": step.answer}
+
+
+def evidence(trajectory: Trajectory) -> dict[str, Any] | None:
+    """The output line that backs the answer, and the turn of the cell that printed it: of the lines the cells
+    printed without an error, the one with most of the answer's numbers (a number printed with more digits counts
+    when it rounds to the answer's; each counted twice) and words, a line with a value of its own before one
+    without, the later line first on a tie; None without an answer or such a line."""
+    numbers, words = _tokens(trajectory.answer or "")
+    best, found = 0, None
+    for turn in reversed(trajectory.turns):
+        if turn.kind != ActionKind.CODE or turn.result is None or not turn.result.ok:
+            continue
+        for line in reversed(turn.result.stdout.splitlines()):
+            printed, said = _tokens(line)
+            score = 2 * sum(any(_rounds_to(x, n) for x in printed) for n in numbers) + len(words & said)
+            score += 0.5 * bool(score and printed)  # a line that names it and gives a value decides it
+            if score > best:
+                best, found = score, {"turn": turn.index, "line": line.strip()}
+    return found
+
+
+def _tokens(text: str) -> tuple[set[str], set[str]]:
+    """The numbers and the words (less the most common) of ``text``."""
+    tokens = [token.lower().rstrip(".,") for token in _TOKEN.findall(text)]
+    numbers = {token.replace(",", "") for token in tokens if _NUMBER.fullmatch(token)}
+    return numbers, {token for token in tokens if not _NUMBER.fullmatch(token)} - _COMMON
+
+
+def _rounds_to(printed: str, number: str) -> bool:
+    decimals = len(number.partition(".")[2])
+    finer = len(printed.partition(".")[2]) > decimals
+    return printed == number or (finer and round(float(printed), decimals) == float(number))
+
+
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_TOKEN = re.compile(rf"{_NUMBER.pattern}|[^\W\d_][\w'-]*")
+_COMMON = {
+    "the", "a", "an", "of", "is", "are", "was", "in", "and", "or", "to", "with", "has", "have", "for", "by", "its",
+    "it", "on", "at", "as", "be", "that", "this", "which", "there", "their", "than",
+}  # fmt: skip
+"""Words too common to tie an answer to a line of output."""
 
 
 def _without_figures(observation: str, figures: dict[str, str]) -> str:

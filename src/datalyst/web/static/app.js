@@ -206,6 +206,7 @@ function render(block, name, data) {
     const turn = block.querySelector(".turn.pending");
     if (!turn) return;
     turn.classList.remove("pending");
+    turn.dataset.index = data.index;
     const output = turn.querySelector(".output");
     if (output) {
       output.textContent = data.observation ?? "";
@@ -218,7 +219,14 @@ function render(block, name, data) {
     const errors = block.querySelectorAll(".output.error");
     const last = data.termination === "execution_errors" && errors.length ? errors[errors.length - 1].textContent.trim().split("\n").pop() : "";
     const text = data.answer ?? `No answer: ${ENDINGS[data.termination] ?? data.termination}${last ? `; the last error was ${last}` : ""}.`;
-    block.append(el("div", { class: data.answer ? "final" : "final none" }, text), el("p", { class: "muted" }, `${data.turns} turns · ${data.seconds} s`));
+    const card = el("div", { class: data.answer ? "final" : "final none" }, text);
+    const cell = data.evidence && block.querySelector(`.turn[data-index="${data.evidence.turn}"]`);
+    if (data.answer && cell) {
+      const label = cell.querySelector(".label").textContent;
+      card.append(el("div", { class: "evidence" }, el("code", {}, data.evidence.line), " — from ",
+        el("a", { href: "#", onclick: (e) => { e.preventDefault(); cell.scrollIntoView({ behavior: "smooth" }); } }, label)));
+    }
+    block.append(card, el("p", { class: "muted" }, `${data.turns} turns · ${data.seconds} s`));
     for (const [link, kind] of [[$("download-notebook"), "notebook"], [$("download-html"), "html"]]) {
       link.href = `/api/conversations/${ask.conversation}/${kind}`;
       show(link, true);
