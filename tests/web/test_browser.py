@@ -245,3 +245,20 @@ def test_the_answer_shows_the_value_that_decides_it_and_the_cell_behind_it(page,
     page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
     evidence.locator("a").click()
     expect(page.locator(".turn").first).to_be_in_viewport()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (375, 740)])
+def test_the_ask_page_fits_a_laptop_and_a_phone(server, browser, examples_dir, width, height):
+    base, _ = server
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(f"{base}/?token={TOKEN}")
+    page.wait_for_selector("#model option", state="attached")
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    expect(page.locator("#files-info")).to_contain_text("sales.csv")
+    for control in ("#upload", "#model", "#question", "#ask", "#welcome .example"):
+        box = page.locator(control).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, control
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing to scroll sideways
+    screenshot(page, f"ask-{width}")
+    context.close()
