@@ -11,6 +11,7 @@ import pytest
 
 from datalyst.llm._base import ChatMessage, Role, SamplingParams
 from datalyst.llm._llamacpp import LlamaCppModel
+from datalyst.llm._streaming import text_streamed_to
 
 pytestmark = pytest.mark.model
 GREEDY = SamplingParams(temperature=0, max_tokens=24)
@@ -133,3 +134,16 @@ def test_a_call_waiting_for_a_slot_can_be_cancelled(model):
         assert completion.completion_tokens > 0
     finally:
         one_slot.close()
+
+
+def test_the_text_streams_as_it_is_sampled_and_adds_up_to_the_completion(model):
+    pieces: list[str] = []
+
+    async def go():
+        with text_streamed_to(pieces.append):
+            [one] = await model.agenerate(user("Count from 1 to 20."), GREEDY)
+            await model.agenerate(user("Count from 1 to 20."), GREEDY.model_copy(update={"n": 2, "temperature": 1}))
+        return one
+
+    one = run(go())
+    assert len(pieces) > 3 and "".join(pieces) == one.text  # piece by piece, and only the single completion

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -11,6 +12,7 @@ from datalyst.errors import ModelResponseError, ModelUnavailable
 from datalyst.llm._base import ChatMessage, ChatModel, Completion, Role, SamplingParams, TokenLogprob
 from datalyst.llm._registry import load_model
 from datalyst.llm._replay import ReplayModel
+from datalyst.llm._streaming import text_streamed_to
 
 ASK = [ChatMessage(role=Role.USER, content="how many rows are there")]
 
@@ -136,3 +138,20 @@ def test_per_turn_scripts_serve_every_conversation_from_the_start():
     assert asyncio.run(model.agenerate([user, assistant, user], params))[0].text == "second"
     with pytest.raises(ModelResponseError, match="script of 2 turns"):
         asyncio.run(model.agenerate([user, assistant, user, assistant, user], params))
+
+
+def test_a_single_completion_is_typed_out_word_by_word_over_the_latency():
+    model = ReplayModel(["Thought: sum it.\nAnswer: 42", "a", "b"], latency_s=0.2)
+    pieces: list[str] = []
+
+    async def go():
+        with text_streamed_to(pieces.append):
+            started = time.monotonic()
+            [completion] = await model.agenerate([ChatMessage(role=Role.USER, content="?")], SamplingParams())
+            took = time.monotonic() - started
+            await model.agenerate([ChatMessage(role=Role.USER, content="?")], SamplingParams(n=2, temperature=1))
+        return completion, took
+
+    completion, took = asyncio.run(go())
+    assert pieces == ["Thought:", " sum", " it.", "\nAnswer:", " 42"] and "".join(pieces) == completion.text
+    assert 0.15 < took < 1.0

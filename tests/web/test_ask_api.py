@@ -51,9 +51,13 @@ def test_an_answer_streams_every_step_and_a_follow_up_sees_the_earlier_cells(cli
     assert opened["files"] == [{"name": "sales.csv", "kind": "csv", "bytes": len(sales(examples_dir)[1]),
                                 "tables": [{"name": "sales", "rows": 60, "columns": 6}]}]  # fmt: skip
     ask = f"/api/conversations/{opened['id']}/ask"
-    first = events(client.post(ask, headers=headers(), json={"question": "How many rows?"}).text)
+    stream = client.post(ask, headers=headers(), json={"question": "How many rows?"}).text
+    first = events(stream)
     names = [name for name, _ in first]
     assert names == ["question", "step", "turn", "step", "turn", "step", "turn", "answer"]
+    written = events(stream, written=True)[1:]
+    pieces = [data["text"] for name, data in written[: [name for name, _ in written].index("step")]]
+    assert len(pieces) > 3 and "".join(pieces).startswith("<think>I load the file.</think>")  # before the step
     assert first[1][1] == {"kind": "code", "thought": "I load the file.", "answer": None,
                            "code": "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(len(df))"}  # fmt: skip
     assert first[2][1]["observation"].strip() == "60" and first[2][1]["ok"] is True

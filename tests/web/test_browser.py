@@ -36,7 +36,8 @@ def server(tmp_path_factory, dabench_tables, examples_dir):
     failing = script_spec(root / "failing.jsonl", [code("int('x')"), code("[][1]"), code("1/0"), code("print(1)")])
     missing = f"replay:{root}/@name[value] [train].jsonl"
     regions = script_spec(root / "regions.jsonl", [code(REGIONS), answer("West has the highest total revenue.")])
-    config = config.model_copy(update={"models": [*config.models, slow, missing, failing, regions]})
+    typing = script_spec(root / "typing.jsonl", [code("print(6 * 7)", "I multiply."), answer("42")], latency_s=4)
+    config = config.model_copy(update={"models": [*config.models, slow, missing, failing, regions, typing]})
     with live_server(config) as (base, app):
         yield base, app
 
@@ -262,3 +263,14 @@ def test_the_ask_page_fits_a_laptop_and_a_phone(server, browser, examples_dir, w
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing to scroll sideways
     screenshot(page, f"ask-{width}")
     context.close()
+
+
+def test_the_model_text_shows_as_it_is_written(page, examples_dir):
+    page.set_input_files("#upload", str(examples_dir / "sales.csv"))
+    page.select_option("#model", index=5)  # a model that takes 4 s to write each turn
+    page.fill("#question", "What is six times seven?")
+    page.click("#ask")
+    expect(page.locator(".draft")).to_contain_text("I multiply.")  # before the turn is whole
+    assert page.locator(".turn").count() == 0
+    expect(page.locator(".final")).to_contain_text("42 — from cell 1", timeout=30_000)
+    assert page.locator(".draft").count() == 0 and page.locator(".output").inner_text().strip() == "42"

@@ -57,12 +57,14 @@ def headers(origin: str | None = ORIGIN) -> dict[str, str]:
     return found | ({"Origin": origin} if origin else {})
 
 
-def events(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """The server-sent events of a finished stream, in order."""
+def events(text: str, *, written: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The server-sent events of a finished stream, in order; with ``written``, the model's text as it wrote it
+    too (``text`` events, piece by piece)."""
     found = []
     for message in text.strip().split("\n\n"):
         fields = dict(line.split(": ", 1) for line in message.splitlines())
-        found.append((fields["event"], json.loads(fields["data"])))
+        if written or fields["event"] != "text":
+            found.append((fields["event"], json.loads(fields["data"])))
     return found
 
 

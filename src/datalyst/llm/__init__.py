@@ -31,6 +31,7 @@ from datalyst.llm._registry import load_model, load_tokenizer
 from datalyst.llm._replay import ReplayModel
 from datalyst.llm._source import llama_cpp_source
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
+from datalyst.llm._streaming import text_streamed_to
 from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer, common_prefix, wire_messages
 
 __all__ = [
@@ -67,5 +68,6 @@ __all__ = [
     "models_dir",
     "own_dialect",
     "resolve_spec",
+    "text_streamed_to",
     "wire_messages",
 ]

@@ -45,6 +45,8 @@ class Job:
     seed: int | None
     cancelled: threading.Event
     score: list[int] | None = None
+    on_text: Callable[[str], None] | None = None
+    """Called, in the engine's thread, with each new piece of the text as it is sampled."""
     future: Future = field(default_factory=Future)
     submitted: float = field(default_factory=time.monotonic)
 
@@ -273,7 +275,10 @@ class BatchEngine:
         assert slot.spelling is not None
         stops = job.params.stop
         searched_from = max(0, len(slot.spelling.text) - max((len(s) for s in stops), default=0) + 1)
+        written = len(slot.spelling.text)
         slot.spelling.add(self._tokenizer.token_bytes(token))
+        if job.on_text is not None and len(slot.spelling.text) > written:
+            job.on_text(slot.spelling.text[written:])
         if (hit := find_stop(slot.spelling.text, stops, searched_from)) is not None:
             self._finish(slot, reason="stop", stop=hit[1])
         elif len(slot.ids) >= job.params.max_tokens:

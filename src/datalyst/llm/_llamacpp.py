@@ -36,6 +36,7 @@ from datalyst.llm._cpu import CpuPath, load_cpu_library
 from datalyst.llm._gguf import GGUFTokenizer, check_gguf, find_adapter, import_llama_cpp
 from datalyst.llm._local import LocalModel, seeds
 from datalyst.llm._spec import ModelKind, ModelSpec
+from datalyst.llm._streaming import text_sink
 
 __all__ = ["LlamaCppModel"]
 
@@ -184,8 +185,9 @@ class LlamaCppModel(LocalModel):
         self, messages: list[ChatMessage], params: SamplingParams, cancelled: threading.Event
     ) -> list[Completion]:
         prompt = self._prompt(messages, params.max_tokens, "max_tokens")
-        jobs = [Job(prompt, params, seed, cancelled) for seed in seeds(params)]
-        return await self._run(jobs)
+        drawn = seeds(params)
+        sink = text_sink(len(drawn))
+        return await self._run([Job(prompt, params, seed, cancelled, on_text=sink) for seed in drawn])
 
     async def _ascore(
         self, messages: list[ChatMessage], continuation: str | Sequence[int], cancelled: threading.Event

@@ -23,6 +23,7 @@ from datalyst.errors import ModelResponseError, ModelUnavailable
 from datalyst.jsonl import split_lines
 from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
 from datalyst.llm._spec import ModelSpec
+from datalyst.llm._streaming import text_sink
 
 __all__ = ["ReplayModel"]
 
@@ -79,10 +80,16 @@ class ReplayModel:
         """The next ``params.n`` recorded completions, cut at ``params.stop`` and ``params.max_tokens``."""
         recorded = self._script_turn(messages, params.n) if self.per_turn else self._take(params.n)
         self.calls.append((list(messages), params))
-        if self.latency_s > 0:
-            await asyncio.sleep(self.latency_s)
         prompt_tokens = sum(_count_tokens(message.content) for message in messages)
-        return [_as_served(completion, params, prompt_tokens) for completion in recorded]
+        served = [_as_served(completion, params, prompt_tokens) for completion in recorded]
+        sink = text_sink(params.n)
+        pieces = re.findall(r"\s*\S+\s*?", served[0].text) if sink and served else []
+        for piece in pieces:  # typed out word by word over the latency
+            await asyncio.sleep(self.latency_s / len(pieces))
+            sink(piece)  # type: ignore[misc]
+        if self.latency_s > 0 and not pieces:
+            await asyncio.sleep(self.latency_s)
+        return served
 
     def _take(self, n: int) -> list[Completion]:
         # Taken before sleeping, so concurrent callers get them in call order.

@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from datalyst.agent import DIALECTS, analyst_config, to_html, to_notebook
 from datalyst.data import DATA_SUFFIXES, describe
 from datalyst.errors import ConfigError, DatalystError
+from datalyst.llm import text_streamed_to
 from datalyst.web import _browse
 from datalyst.web._conversations import Conversation, Conversations, Models
 from datalyst.web._security import AccessGuard, Refused, inside, new_token
@@ -187,10 +188,16 @@ def create_app(config: ServeConfig) -> Starlette:
         def emit(event: str, data: dict[str, Any]) -> None:
             queue.put_nowait((event, data))
 
+        loop = asyncio.get_running_loop()
+
+        def written(text: str) -> None:  # from the thread that generates: the queue is the loop's
+            loop.call_soon_threadsafe(emit, "text", {"text": text})
+
         async def run() -> None:
             try:
                 model = await models.get(spec)
-                await conversation.ask(question, model, agent_config, emit)
+                with text_streamed_to(written):  # the model's text as it writes it, before each step
+                    await conversation.ask(question, model, agent_config, emit)
             except asyncio.CancelledError:
                 emit("stopped", {"turns": 0})
             except DatalystError as exc:

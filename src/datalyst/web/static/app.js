@@ -196,7 +196,13 @@ async function streamAnswer(id, question) {
 function render(block, name, data) {
   if (name === "question") {
     block.append(el("h3", { class: "question" }, data.question, data.follow_up ? el("span", { class: "tag" }, "follow-up") : null));
-  } else if (name === "step") {
+  } else if (name === "text") {
+    const draft = block.querySelector(".draft") || block.appendChild(el("pre", { class: "draft" }));
+    draft.append(data.text);
+    return;
+  }
+  block.querySelector(".draft")?.remove();  // the step it was writing has come whole
+  if (name === "step") {
     const turn = el("div", { class: `turn ${data.kind} pending` });
     if (data.thought) turn.append(el("p", { class: "thought" }, data.thought));
     if (data.kind === "code") turn.append(el("div", { class: "label" }, `cell ${++ask.cells}`), el("pre", { class: "code" }, data.code), el("pre", { class: "output running" }, "running…"));
