@@ -83,8 +83,8 @@ class ReplayModel:
         prompt_tokens = sum(_count_tokens(message.content) for message in messages)
         served = [_as_served(completion, params, prompt_tokens) for completion in recorded]
         sink = text_sink(params.n)
-        pieces = re.findall(r"\s*\S+\s*?", served[0].text) if sink and served else []
-        for piece in pieces:  # typed out word by word over the latency
+        pieces = (re.findall(r"\s*\S+\s*?", served[0].text) if self.latency_s > 0 else [served[0].text]) if sink else []
+        for piece in pieces:  # typed out word by word over the latency (at once without one)
             await asyncio.sleep(self.latency_s / len(pieces))
             sink(piece)  # type: ignore[misc]
         if self.latency_s > 0 and not pieces:

@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import tempfile
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,15 @@ def create_app(config: ServeConfig) -> Starlette:
         def emit(event: str, data: dict[str, Any]) -> None:
             queue.put_nowait((event, data))
 
-        loop = asyncio.get_running_loop()
+        loop, loop_thread = asyncio.get_running_loop(), threading.get_ident()
 
-        def written(text: str) -> None:  # from the thread that generates: the queue is the loop's
-            loop.call_soon_threadsafe(emit, "text", {"text": text})
+        def written(text: str) -> None:
+            """Emit a piece of the model's text, in order with the events after it, from whichever thread writes it
+            (the queue is the loop's: another thread hands the piece over in the order it was written)."""
+            if threading.get_ident() == loop_thread:
+                emit("text", {"text": text})
+            else:
+                loop.call_soon_threadsafe(emit, "text", {"text": text})
 
         async def run() -> None:
             try:
