@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def server(tmp_path_factory, dabench_tables, examples_dir):
     shutil.copy(examples_dir / "sales.csv", root / "offered")
     config = serve_config(root, runs=root / "runs", data=[root / "runs"], files=root / "offered")
     slow = script_spec(root / "slow.jsonl", [code("import time\ntime.sleep(20)"), answer("done")])
-    failing = script_spec(root / "failing.jsonl", [code("int('x')"), code("[][1]"), code("1/0"), code("print(1)")])
+    broken_json = code("import json\njson.loads('{')")
+    failing = script_spec(root / "failing.jsonl", [code("int('x')"), broken_json, code("1/0"), code("print(1)")])
     missing = f"replay:{root}/@name[value] [train].jsonl"
     regions = script_spec(root / "regions.jsonl", [code(REGIONS), answer("West has the highest total revenue.")])
     typing = script_spec(root / "typing.jsonl", [code("print(6 * 7)", "I multiply."), answer("42")], latency_s=4)
@@ -196,6 +198,9 @@ def test_a_first_visit_is_guided_in_plain_words(page):
     expect(page.locator(".final.none")).to_have_text(
         "No answer: the code kept failing; the last error was ZeroDivisionError: division by zero."
     )
+    library_error = page.locator(".output.error").nth(1).inner_text()  # a traceback through the standard library
+    assert 'File "<python>/json/decoder.py"' in library_error
+    assert sys.base_prefix not in library_error and sys.prefix not in library_error  # no host path
     assert page.locator("#new-conversation").is_visible() and page.locator("#welcome").is_hidden()
 
 
