@@ -45,13 +45,14 @@ def test_a_run_shows_its_report_chart_and_filtered_trajectories(client):
     assert report["n_tasks"] == 3 and report["dialects"][0]["rates"]["pass_at_1"]["value"] == pytest.approx(1 / 3)
     assert get(client, "/api/runs/chart", run="eval/good").headers["content-type"] == "image/png"
     rows = get(client, "/api/runs/rows", run="eval/good")
-    assert rows["total"] == rows["matching"] == 6 and rows["facets"]["verdict"] == ["right", "wrong"]
+    assert rows["total"] == rows["matching"] == 6 and rows["facets"]["verdict"] == ["malformed", "right"]
     right = get(client, "/api/runs/rows", run="eval/good", verdict="right")
     assert right["matching"] == 2 and {row["answer"] for row in right["rows"]} == {"@mean_fare[34.65]"}
     [level] = {row["level"] for row in right["rows"]}
     assert get(client, "/api/runs/rows", run="eval/good", level=level)["matching"] >= 2
     assert get(client, "/api/runs/rows", run="eval/silent", verdict="unanswered")["matching"] == 6
-    wrong = get(client, "/api/runs/rows", run="eval/good", verdict="wrong")["rows"][0]
+    # The run answers every question in the first one's format: the others' answers are wrong and malformed.
+    wrong = get(client, "/api/runs/rows", run="eval/good", verdict="malformed")["rows"][0]
     page = get(client, "/api/runs/page", run="eval/good", dialect="datamind", id=wrong["id"])
     assert page.status_code == 200 and "@mean_fare[34.65]" in page.text
     assert "default-src 'none'" in page.headers["content-security-policy"]

@@ -88,9 +88,9 @@ def _run_rows(folder: Path, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
     rows = []
     for judged in read_outcomes(folder):
         task = tasks.get(judged.task_id)
-        outcome = "right" if judged.correct else "wrong" if judged.answered else "unanswered"
         rows.append({
-            "id": judged.trajectory_id, "dialect": judged.dialect, "trial": judged.trial, "verdict": outcome,
+            "id": judged.trajectory_id, "dialect": judged.dialect, "trial": judged.trial,
+            "verdict": judged.status.value,
             "score": judged.score, "detail": judged.detail, "answer": _clip(answers.get((judged.dialect,
             judged.trajectory_id))), **_task_fields(task),
         })  # fmt: skip
