@@ -7,7 +7,7 @@ import json
 import nbformat
 import pytest
 
-from datalyst.agent import ActionKind, Trajectory, Turn
+from datalyst.agent import ActionKind, Termination, Trajectory, Turn
 from datalyst.cli._ask import _speed
 from datalyst.tasks import Task
 
@@ -55,7 +55,8 @@ def test_ask_samples_at_the_temperature_and_seed_it_is_given(datalyst, replay_sp
 def test_ask_without_an_answer_exits_1(datalyst, replay_spec, examples_dir):
     spec = replay_spec(["hmm", "still thinking", ""])  # nothing at the last call either
     done = datalyst("ask", str(examples_dir / "sales.csv"), "Best region?", "--model", spec, "--max-turns", "2")
-    assert done.returncode == 1 and "No answer" in done.stdout
+    assert done.returncode == 1 and "No answer: the agent used all its turns without answering" in done.stdout
+    assert all(ending.words for ending in Termination)  # every way a run ends is said in words
 
 
 def test_ask_asks_once_more_for_an_answer_when_the_turns_run_out(datalyst, replay_spec, examples_dir):

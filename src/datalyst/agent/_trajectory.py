@@ -44,6 +44,20 @@ class Termination(StrEnum):
     FAILED = "failed"
     """Our side failed (model server, sandbox); ``Trajectory.error`` says how. A resumed run retries it."""
 
+    @property
+    def words(self) -> str:
+        """How the run ended, as an analyst would say it."""
+        return _ENDINGS[self]
+
+
+_ENDINGS = {
+    Termination.ANSWER: "the agent answered",
+    Termination.MAX_TURNS: "the agent used all its turns without answering",
+    Termination.EXECUTION_ERRORS: "the code kept failing",
+    Termination.CONTEXT_OVERFLOW: "the conversation grew too long for the model",
+    Termination.FAILED: "something went wrong on our side",
+}
+
 
 class Turn(BaseModel):
     """One model turn and, for a code turn, what running it gave back."""

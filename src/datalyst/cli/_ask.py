@@ -77,7 +77,7 @@ def ask_command(
     if as_json:
         print(trajectory.model_dump_json(indent=2))
     elif trajectory.answer is None:
-        console.print(f"[bold red]No answer[/] ({trajectory.termination.value} after {len(trajectory.turns)} turns)")
+        console.print(f"[bold red]No answer:[/] {trajectory.termination.words} ({len(trajectory.turns)} turns)")
     elif any(turn.last_call for turn in trajectory.turns):
         console.print(
             "[yellow]This answer was asked for when no turn was left, after cells that failed or ran out of turns: "

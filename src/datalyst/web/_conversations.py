@@ -99,6 +99,7 @@ class Conversation:
         self.trajectories.append(state.trajectory)
         trajectory = state.trajectory
         emit("answer", {"answer": trajectory.answer, "termination": trajectory.termination.value,
+                        "ending": trajectory.termination.words,
                         "turns": len(trajectory.turns), "seconds": round(trajectory.duration_s, 2),
                         "evidence": evidence(trajectory)})  # fmt: skip
 

@@ -224,7 +224,7 @@ function render(block, name, data) {
   } else if (name === "answer") {
     const errors = block.querySelectorAll(".output.error");
     const last = data.termination === "execution_errors" && errors.length ? errors[errors.length - 1].textContent.trim().split("\n").pop() : "";
-    const text = data.answer ?? `No answer: ${ENDINGS[data.termination] ?? data.termination}${last ? `; the last error was ${last}` : ""}.`;
+    const text = data.answer ?? `No answer: ${data.ending}${last ? `; the last error was ${last}` : ""}.`;
     const card = el("div", { class: data.answer ? "final" : "final none" }, text);
     const cell = data.evidence && block.querySelector(`.turn[data-index="${data.evidence.turn}"]`);
     if (data.answer && cell) {
@@ -242,13 +242,6 @@ function render(block, name, data) {
     block.append(el("div", { class: "final none" }, name === "stopped" ? "Stopped. The next question starts afresh with the same files." : `Error: ${data.message}`));
   }
 }
-
-const ENDINGS = {
-  execution_errors: "the code kept failing",
-  max_turns: "the agent used all its turns without answering",
-  context_overflow: "the conversation grew too long for the model",
-  failed: "something went wrong on our side",
-};
 
 async function stopAnswer() {
   if (ask.conversation) await api(`/api/conversations/${ask.conversation}/stop`, { method: "POST" }).catch(() => {});
