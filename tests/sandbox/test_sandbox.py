@@ -263,6 +263,16 @@ def test_the_sync_methods_work_inside_a_running_event_loop(sales):
     assert asyncio.run(go()) == "2\n"
 
 
+def test_a_sync_method_on_the_facades_own_loop_is_refused_not_a_deadlock():
+    with Sandbox(limits=FAST) as sb:
+
+        async def inside() -> None:
+            sb.run_python("1")
+
+        with pytest.raises(RuntimeError, match="its own event loop"):
+            sandbox_module._portal.run(inside())
+
+
 def test_the_jail_is_first_to_be_killed_on_memory_shortage_and_has_its_own_shared_memory():
     code = (
         "import multiprocessing as mp\n"

@@ -71,7 +71,18 @@ class _Portal:
             if self._loop is None or self._pid != os.getpid():  # a forked child has the loop but not its thread
                 self._loop, self._pid = asyncio.new_event_loop(), os.getpid()
                 threading.Thread(target=self._loop.run_forever, name="datalyst-sandbox", daemon=True).start()
-        return asyncio.run_coroutine_threadsafe(step, self._loop).result()
+            loop = self._loop
+        if _running_loop() is loop:  # it would wait for itself
+            step.close()
+            raise RuntimeError("a sandbox's sync method was called on its own event loop; await the async one")
+        return asyncio.run_coroutine_threadsafe(step, loop).result()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 _portal = _Portal()
