@@ -393,6 +393,21 @@ def test_malformed_json(tmp_path: Path) -> None:
     assert_error(write(tmp_path / "ragged.json", '{"a": [1, 2], "b": [1]}'), "do not form a table")
 
 
+def test_json_nested_too_deep_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    for func in (load, describe):
+        assert_error(write(tmp_path / "deep.json", deep), "nests 200000 levels deep", func)
+        assert_error(write(tmp_path / "deep.jsonl", '{"a": 1}\n{"b": ' + deep + "}\n"), "on line 2 nests", func)
+    brackets = '[{"note": "' + "[" * 500 + '", "x": [[1]]}]'  # brackets inside strings are text, not nesting
+    assert load(write(tmp_path / "text.json", brackets))["text"]["x"].tolist() == [[[1]]]
+
+
+def test_a_column_of_lists_is_described_not_a_crash(tmp_path: Path) -> None:
+    path = write(tmp_path / "lists.json", '[{"a": 1, "b": [1, 2]}, {"a": 2, "b": [3]}]')
+    [table] = describe(path).tables
+    assert [column.name for column in table.columns] == ["a", "b"] and table.columns[1].kind == "text"
+
+
 def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path: Path) -> None:
     path = write(tmp_path / "notes.jsonl", '{"note": "one\u2028two"}\n{"note": "three\x85four"}\n')
     assert load(path)["notes"]["note"].tolist() == ["one\u2028two", "three\x85four"]

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datalyst.jsonl import split_lines
+from datalyst.jsonl import nesting_depth, split_lines
 
 from ._common import exc_text, file_error
 from ._text import sample_text, sniff_delimiter
@@ -119,7 +119,23 @@ def tables_from_json(path: str | os.PathLike[str], obj: Any, stem: str) -> dict[
         ) from exc
 
 
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects a JSON file may have (tables need a few levels; Python's decoder
+recurses once a level and would end in a RecursionError somewhere past a thousand)."""
+
+
+def _shallow(path: str | os.PathLike[str], text: str, where: str = "") -> None:
+    """Refuse, in one line, JSON nested deeper than :data:`MAX_JSON_DEPTH` before it is decoded."""
+    if (depth := nesting_depth(text.encode())) > MAX_JSON_DEPTH:
+        raise file_error(
+            path,
+            f"the JSON{where} nests {depth} levels deep, past the {MAX_JSON_DEPTH} a table can need",
+            "flatten it into records or columns",
+        )
+
+
 def _parse_line(path: str | os.PathLike[str], line: str, number: int) -> dict[str, Any]:
+    _shallow(path, line, f" on line {number}")
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -154,6 +170,7 @@ def read_jsonl(path: str | os.PathLike[str], max_rows: int | None = None) -> tup
 def read_json(path: str | os.PathLike[str], stem: str) -> dict[str, pd.DataFrame]:
     """Parse a JSON document into tables (JSON lines are accepted too)."""
     text = _read_text(path)
+    _shallow(path, text)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

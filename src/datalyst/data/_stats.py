@@ -88,7 +88,10 @@ def _to_datetime(values: pd.Series, fmt: str) -> pd.Series | None:
 
 def _dates_in_text(values: pd.Series) -> tuple[str, pd.Series] | None:
     """If every value of a text column parses with one date format, return it and the parsed values."""
-    distinct = pd.unique(values)
+    try:
+        distinct = pd.unique(values)
+    except TypeError:  # lists or objects in the column (JSON): not dates
+        return None
     sample = list(distinct[:_DATE_SAMPLE])
     if not sample or not all(isinstance(v, str) and 6 <= len(v) <= 40 for v in sample):
         return None

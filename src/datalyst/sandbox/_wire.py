@@ -10,22 +10,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import socket
 import struct
-from array import array
 from collections.abc import Sequence
-from itertools import accumulate
 from typing import Any
+
+from datalyst.jsonl import nesting_depth
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 16
 """Deepest nesting of arrays and objects in a frame (ours never go past 4)."""
 _HEADER = struct.Struct(">I")
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
-"""Openers to +1 and closers to -1 (as signed bytes), so a running sum is the nesting depth."""
 
 
 class WireError(Exception):
@@ -114,7 +109,7 @@ def _read_rest(sock: socket.socket, header: bytes, max_bytes: int) -> dict[str, 
 
 def decode(payload: bytes) -> dict[str, Any]:
     """The JSON object in one frame's payload; MalformedFrame when it is anything else or nests too deep."""
-    if _depth(payload) > MAX_DEPTH:
+    if nesting_depth(payload) > MAX_DEPTH:
         raise MalformedFrame(f"frame nested deeper than {MAX_DEPTH} levels")
     try:
         message = json.loads(payload)
@@ -123,12 +118,6 @@ def decode(payload: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise MalformedFrame("frame is not a JSON object")
     return message
-
-
-def _depth(payload: bytes) -> int:
-    """How deep arrays and objects nest in ``payload`` (brackets inside strings left out), in linear time."""
-    steps = _JSON_STRING.sub(b"", payload).translate(_BRACKET_STEPS, _NOT_BRACKETS)
-    return max(accumulate(array("b", steps)), default=0)
 
 
 class FrameBuffer:
