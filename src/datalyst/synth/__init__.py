@@ -18,7 +18,7 @@ from datalyst.synth._files import (
 )
 from datalyst.synth._followups import make_follow_ups
 from datalyst.synth._mining import CATEGORIES as NOTEBOOK_CATEGORIES
-from datalyst.synth._mining import MiningOptions, NotebookFunnel, make_notebook_tasks
+from datalyst.synth._mining import MiningOptions, NotebookFunnel, make_notebook_tasks, value_in_outputs
 from datalyst.synth._notebooks import TEACHING_DATASETS, AddressMap, NotebookFilters
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._queries import QueryOptions, clean_format, make_query_tasks
@@ -76,5 +76,6 @@ __all__ = [
     "sheets_of",
     "split_loader",
     "tasks_html",
+    "value_in_outputs",
     "writer_messages",
 ]

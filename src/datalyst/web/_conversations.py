@@ -21,6 +21,7 @@ from typing import Any
 from datalyst.agent import ActionKind, Agent, AgentConfig, AgentState, Step, Termination, Trajectory, Turn
 from datalyst.errors import DatalystError
 from datalyst.llm import ChatModel, load_model
+from datalyst.synth import value_in_outputs
 from datalyst.tasks import Task
 from datalyst.web._security import Refused
 
@@ -183,9 +184,9 @@ def _step(step: Step) -> dict[str, Any]:
 
 def evidence(trajectory: Trajectory) -> dict[str, Any] | None:
     """The output line that backs the answer, and the turn of the cell that printed it: of the lines the cells
-    printed without an error, the one with most of the answer's numbers (a number printed with more digits counts
-    when it rounds to the answer's; each counted twice) and words, a line with a value of its own before one
-    without, the later line first on a tie; None without an answer or such a line."""
+    printed without an error, the one with most of the answer's numbers (as mining finds a value in an output: a
+    printed number that rounds to it counts; each counted twice) and words, a line with a value of its own before
+    one without, the later line first on a tie; None without an answer or such a line."""
     numbers, words = _tokens(trajectory.answer or "")
     best, found = 0, None
     for turn in reversed(trajectory.turns):
@@ -193,7 +194,7 @@ def evidence(trajectory: Trajectory) -> dict[str, Any] | None:
             continue
         for line in reversed(turn.result.stdout.splitlines()):
             printed, said = _tokens(line)
-            score = 2 * sum(any(_rounds_to(x, n) for x in printed) for n in numbers) + len(words & said)
+            score = 2 * sum(value_in_outputs(number, line) for number in numbers) + len(words & said)
             score += 0.5 * bool(score and printed)  # a line that names it and gives a value decides it
             if score > best:
                 best, found = score, {"turn": turn.index, "line": line.strip()}
@@ -205,12 +206,6 @@ def _tokens(text: str) -> tuple[set[str], set[str]]:
     tokens = [token.lower().rstrip(".,") for token in _TOKEN.findall(text)]
     numbers = {token.replace(",", "") for token in tokens if _NUMBER.fullmatch(token)}
     return numbers, {token for token in tokens if not _NUMBER.fullmatch(token)} - _COMMON
-
-
-def _rounds_to(printed: str, number: str) -> bool:
-    decimals = len(number.partition(".")[2])
-    finer = len(printed.partition(".")[2]) > decimals
-    return printed == number or (finer and round(float(printed), decimals) == float(number))
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
