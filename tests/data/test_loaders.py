@@ -326,8 +326,7 @@ def test_truncated_xlsx(tmp_path: Path, make_xlsx) -> None:
     whole = make_xlsx().read_bytes()
     path = tmp_path / "half.xlsx"
     path.write_bytes(whole[: len(whole) // 2])
-    err = assert_error(path, "truncated or corrupt")
-    assert isinstance(err.__cause__, zipfile.BadZipFile)
+    assert_error(path, "truncated or corrupt")
     assert_error(path, "truncated or corrupt", func=load_table)
 
 
@@ -374,8 +373,7 @@ def test_sqlite_extension_without_header(tmp_path: Path) -> None:
 def test_parquet_corrupt(tmp_path: Path) -> None:
     path = tmp_path / "bad.parquet"
     path.write_bytes(b"PAR1" + b"\x01" * 100)
-    err = assert_error(path, "Parquet file is corrupt")
-    assert err.__cause__ is not None
+    assert_error(path, "Parquet file is corrupt")
     assert_error(write(tmp_path / "text.parquet", "hello"), "not a Parquet file")
 
 

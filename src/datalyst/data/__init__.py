@@ -1,16 +1,17 @@
 """Reading data files and describing them for an LLM.
 
-Kinds: CSV, TSV, XLSX, JSON, JSON lines, Parquet and SQLite (``write_table`` writes each). Every failure to read a
-file raises :class:`~datalyst.errors.DataFileError` with a one-line message naming
-the file, the reason and a hint.
+Kinds: CSV, TSV, XLSX, JSON, JSON lines, Parquet and SQLite (``write_table`` writes each). A file is untrusted
+input: it is read in a process of its own within :class:`ReadLimits` of time, memory and decompressed size.
+Every failure to read a file, a limit hit included, raises :class:`~datalyst.errors.DataFileError` with a
+one-line message naming the file, the reason and a hint.
 """
 
 from datalyst.errors import DataFileError
 
-from ._describe import describe
+from ._budget import ReadLimits
 from ._kinds import DATA_SUFFIXES, FileKind, detect_kind
-from ._loaders import load, load_table
 from ._models import SCHEMA_VERSION, ColumnInfo, FileInfo, ForeignKeyInfo, TableInfo
+from ._reader import adescribe, describe, load, load_table, read_here
 from ._writers import SUFFIXES, fits, write_table, write_tables
 
 __all__ = [
@@ -22,12 +23,15 @@ __all__ = [
     "FileInfo",
     "FileKind",
     "ForeignKeyInfo",
+    "ReadLimits",
     "TableInfo",
+    "adescribe",
     "describe",
     "detect_kind",
     "fits",
     "load",
     "load_table",
+    "read_here",
     "write_table",
     "write_tables",
 ]

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from datalyst.errors import ConfigError
-
 from . import _sqlite
 from ._common import MAX_NAMES, STATS_ROWS, check_file, exc_text
 from ._kinds import FileKind, detect_kind
@@ -27,7 +25,8 @@ from ._text import count_lines
 
 __all__ = ["describe"]
 
-MAX_DETAILED_TABLES = 30  # SQLite tables beyond this get schema and row count only
+MAX_DETAILED_TABLES = 30  # tables and sheets beyond this get their schema and row count (or name) only
+MAX_TABLES = 500  # tables and sheets beyond this are counted, not listed
 
 
 def _table(
@@ -84,7 +83,13 @@ def _describe_delimited(info: FileInfo, path: str | os.PathLike[str], max_column
 
 
 def _describe_xlsx(info: FileInfo, path: str | os.PathLike[str], max_columns: int) -> None:
-    for sheet in read_xlsx(path, lambda names: names, nrows=STATS_ROWS, max_columns=max_columns):
+    every: list[str] = []
+
+    def pick(names: list[str]) -> list[str]:
+        every.extend(names)
+        return names[:MAX_DETAILED_TABLES]
+
+    for sheet in read_xlsx(path, pick, nrows=STATS_ROWS, max_columns=max_columns):
         frame = sheet.frame
         rows, exact = len(frame), True
         if len(frame) >= STATS_ROWS and sheet.max_row:
@@ -101,6 +106,16 @@ def _describe_xlsx(info: FileInfo, path: str | os.PathLike[str], max_columns: in
                 kind="sheet",
             )
         )
+    info.tables += [TableInfo(name=name, kind="sheet") for name in every[MAX_DETAILED_TABLES:MAX_TABLES]]
+    _note_unread(info, len(every), "sheets")
+
+
+def _note_unread(info: FileInfo, count: int, what: str) -> None:
+    """Say which of ``count`` tables or sheets were read only in part (past the detailed ones) or not at all."""
+    if count > MAX_DETAILED_TABLES:
+        info.notes.append(f"Only the first {MAX_DETAILED_TABLES} {what} have statistics and sample rows.")
+    if count > MAX_TABLES:
+        info.notes.append(f"Only the first {MAX_TABLES} of the {count} {what} are listed.")
 
 
 def _schema_only(rel: _sqlite.Relation, rows: int | None, max_columns: int) -> TableInfo:
@@ -149,7 +164,7 @@ def _sqlite_table(con: sqlite3.Connection, rel: _sqlite.Relation, detailed: bool
 def _describe_sqlite(info: FileInfo, path: str | os.PathLike[str], max_columns: int) -> None:
     with _sqlite.open_db(path) as con:
         rels = _sqlite.relations(con)
-        for index, rel in enumerate(rels):
+        for index, rel in enumerate(rels[:MAX_TABLES]):
             detailed = index < MAX_DETAILED_TABLES
             if not rel.optional:
                 info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
@@ -159,21 +174,11 @@ def _describe_sqlite(info: FileInfo, path: str | os.PathLike[str], max_columns: 
             except (sqlite3.Error, pd.errors.DatabaseError) as exc:
                 note = f"The {rel.kind} could not be evaluated: {exc_text(exc)}"
                 info.tables.append(TableInfo(name=rel.name, kind=rel.kind, notes=[note]))
-        if len(rels) > MAX_DETAILED_TABLES:
-            info.notes.append(f"Only the first {MAX_DETAILED_TABLES} tables have statistics and sample rows.")
+        _note_unread(info, len(rels), "tables")
 
 
 def describe(path: str | os.PathLike[str], *, max_columns: int = 40, max_chars: int = 6000) -> FileInfo:
-    """Meta-information about a data file: tables, columns, types, statistics and sample rows.
-
-    Bounded whatever the file's size: statistics come from at most the first 100,000
-    rows and `max_columns` columns of each table, and `FileInfo.render()` never returns
-    more than `max_chars` characters. Raises DataFileError when the file cannot be read.
-    """
-    if max_columns < 1:
-        raise ConfigError(f"max_columns must be at least 1, got {max_columns}")
-    if max_chars < 1:
-        raise ConfigError(f"max_chars must be at least 1, got {max_chars}")
+    """Meta-information about a data file, read in this process (``datalyst.data.describe`` says what it holds)."""
     kind = detect_kind(path)
     p = check_file(path)
     info = FileInfo(path=os.fspath(path), name=p.name, kind=kind, size_bytes=p.stat().st_size, max_chars=max_chars)

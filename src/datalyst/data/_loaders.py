@@ -64,12 +64,7 @@ def _load_sqlite(path: str | os.PathLike[str], table: str | None, every: bool) -
 
 
 def load(path: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
-    """Every table of a data file, by name.
-
-    CSV, TSV, JSON lines and Parquet give one table named after the file stem; JSON
-    gives one (or one per list of records it holds); XLSX gives every sheet; SQLite
-    gives every table and view. Raises DataFileError when the file cannot be read.
-    """
+    """Every table of a data file, by name, read in this process (``datalyst.data.load`` says more)."""
     kind = detect_kind(path)
     stem = Path(path).stem
     if kind is FileKind.XLSX:
@@ -82,11 +77,7 @@ def load(path: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
 
 
 def load_table(path: str | os.PathLike[str], table: str | None = None) -> pd.DataFrame:
-    """One table of a data file: `table` by name, or the first one.
-
-    Raises DataFileError when the file cannot be read or has no such table (the
-    message lists the available names).
-    """
+    """One table of a data file, read in this process (``datalyst.data.load_table`` says more)."""
     kind = detect_kind(path)
     p = Path(path)
     if kind is FileKind.XLSX:

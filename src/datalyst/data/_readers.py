@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import warnings
@@ -16,6 +17,9 @@ import pyarrow.parquet as pq
 
 from datalyst.jsonl import nesting_depth, split_lines
 
+from datalyst.errors import DataFileError
+
+from ._budget import check_unpacked
 from ._common import exc_text, file_error
 from ._text import sample_text, sniff_delimiter
 
@@ -52,6 +56,8 @@ def read_delimited(
     except pd.errors.EmptyDataError as exc:
         raise file_error(path, "no columns found: the file holds only blank lines", _CORRUPT_HINT) from exc
     except pd.errors.ParserError as exc:
+        if "out of memory" in str(exc):  # the C tokenizer's way of saying MemoryError
+            raise MemoryError from exc
         raise file_error(
             path,
             f"malformed delimited text: {exc_text(exc)}",
@@ -194,11 +200,31 @@ def _parquet_error(path: str | os.PathLike[str], exc: Exception) -> Exception:
     return file_error(path, f"the Parquet file is corrupt or unreadable: {exc_text(exc)}", _CORRUPT_HINT)
 
 
+def _value_width(kind: pa.DataType) -> int:
+    """Bytes one value of ``kind`` takes once decoded (8, an offset and a little text, when not fixed)."""
+    try:
+        return max(kind.bit_width // 8, 1)
+    except ValueError:
+        return 8
+
+
+def _check_decoded(path: str | os.PathLike[str], pf: pq.ParquetFile, groups: int, columns: list[str]) -> None:
+    """Refuse a Parquet file whose first ``groups`` row groups would decode past the decompressed-size limit: the
+    larger of the sizes its metadata declares and of the rows times the columns' widths (a run-length encoded
+    column of a billion zeros takes a few bytes on disk)."""
+    width = sum(_value_width(pf.schema_arrow.field(name).type) for name in columns)
+    meta = pf.metadata
+    groups_meta = [meta.row_group(i) for i in range(min(groups, meta.num_row_groups))]
+    check_unpacked(path, sum(max(g.total_byte_size, g.num_rows * width) for g in groups_meta))
+
+
 def read_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a whole Parquet file."""
     try:
-        return pq.read_table(path).to_pandas()
-    except MemoryError:
+        with pq.ParquetFile(path) as pf:
+            _check_decoded(path, pf, pf.metadata.num_row_groups, list(pf.schema_arrow.names))
+            return pf.read().to_pandas()
+    except (MemoryError, DataFileError):
         raise
     except Exception as exc:
         raise _parquet_error(path, exc) from exc
@@ -212,6 +238,9 @@ def read_parquet_head(
         with pq.ParquetFile(path) as pf:
             names = list(pf.schema_arrow.names)
             wanted = names[:max_columns]
+            groups = pf.metadata.num_row_groups
+            rows = itertools.accumulate(pf.metadata.row_group(i).num_rows for i in range(groups))
+            _check_decoded(path, pf, next((i + 1 for i, n in enumerate(rows) if n >= max_rows), groups), wanted)
             batches = []
             got = 0
             for batch in pf.iter_batches(batch_size=min(max_rows, 65_536), columns=wanted):
@@ -225,7 +254,7 @@ def read_parquet_head(
             else:
                 table = pa.schema([schema.field(n) for n in wanted]).empty_table()
             return table.to_pandas(), pf.metadata.num_rows, names
-    except MemoryError:
+    except (MemoryError, DataFileError):
         raise
     except Exception as exc:
         raise _parquet_error(path, exc) from exc
@@ -255,6 +284,16 @@ def _xlsx_error(path: str | os.PathLike[str], exc: Exception) -> Exception:
     return file_error(path, reason, "open it in a spreadsheet program and save it again as .xlsx")
 
 
+def _check_unzipped(path: str | os.PathLike[str]) -> None:
+    """Refuse a workbook whose parts unpack past the decompressed-size limit (Python's zip reader stops at the
+    sizes the archive declares, so the declared sizes bound what is unpacked)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            check_unpacked(path, sum(member.file_size for member in archive.infolist()))
+    except zipfile.BadZipFile as exc:
+        raise _xlsx_error(path, exc) from exc
+
+
 def read_xlsx(
     path: str | os.PathLike[str],
     pick: Callable[[list[str]], list[str]],
@@ -263,6 +302,7 @@ def read_xlsx(
     max_columns: int | None = None,
 ) -> list[Sheet]:
     """Read sheets of a workbook; `pick(sheet_names)` returns the names to read."""
+    _check_unzipped(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # openpyxl warns about styles and extensions it drops
         try:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+from datalyst.data import read_here
 from datalyst.sandbox import _snapshot as snapshot
 from datalyst.sandbox._isolation import JailSpec
 from datalyst.sandbox._replies import MAX_REPORTED_FILES
@@ -321,6 +322,7 @@ def _transfer(kernel: Kernel, request: dict[str, Any], fds: list[int], start: sn
 def serve(sock: socket.socket, spec: JailSpec, *, private_tmp: bool) -> None:
     """Answer requests until the host hangs up (``private_tmp``: the jail has its own ``/tmp`` and ``/dev/shm``)."""
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    read_here()  # the jail's limits bound what a cell reads: no reader process of its own
     # unbuffered, so output written before a crash still reaches the host
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "wb", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "wb", closefd=False), write_through=True)

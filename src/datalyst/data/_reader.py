@@ -1,0 +1,303 @@
+"""Reading a data file in a process that can be stopped: a reader server forks one reader per read.
+
+    host ──socket── reader server (the readers' libraries loaded) ──fork── reader (one read, within its limits)
+
+For each read the host hands the server one end of a fresh socket pair. The forked reader sends its PID, which
+the host holds as a pidfd, then reads the file under a memory limit (``RLIMIT_AS``) and sends back the result
+or the error's one line. The host stops the reader at the wall-time limit, or when its caller is cancelled.
+A process that is itself the budget (a reader, the sandbox's worker) reads in place: see :func:`read_here`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import math
+import os
+import pickle
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from datalyst.errors import ConfigError, DataFileError, DatalystError
+
+from ._budget import ReadLimits, over_budget, set_active
+from ._common import exc_text, file_error
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ._models import FileInfo
+
+START_TIMEOUT_S = 120.0
+"""How long a read waits for a new reader server to load its libraries (about a second) and fork."""
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from datalyst.data._reader import serve; serve(int(sys.argv[2]))"
+_SIZE = struct.Struct("!Q")
+_here = False
+_lock = threading.Lock()
+_server: tuple[subprocess.Popen[bytes], socket.socket] | None = None
+
+
+def _forget_server() -> None:
+    """In a forked copy of the host: the server and its lock are the parent's."""
+    global _lock, _server
+    _lock, _server = threading.Lock(), None
+
+
+def _stop_server() -> None:
+    """At exit: hang up on the server, which ends it (readers still running end at their CPU limit)."""
+    if _server is not None:
+        process, sock = _server
+        sock.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+os.register_at_fork(after_in_child=_forget_server)
+atexit.register(_stop_server)
+
+
+def read_here() -> None:
+    """Read data files in this process from now on, for a process whose own limits bound what it reads."""
+    global _here
+    _here = True
+
+
+def read(function: str, path: str | os.PathLike[str], *args: Any, limits: ReadLimits | None, **kwargs: Any) -> Any:
+    """``function`` (describe, load or load_table) of ``path``, read within ``limits`` (the environment's)."""
+    if _here:
+        return _call(function, path, args, kwargs)
+    return _Read(function, path, args, kwargs, limits or ReadLimits.from_env()).wait()
+
+
+async def aread(
+    function: str, path: str | os.PathLike[str], *args: Any, limits: ReadLimits | None, **kwargs: Any
+) -> Any:
+    """:func:`read` for a coroutine: cancelling it stops the reader."""
+    started = await asyncio.to_thread(_Read, function, path, args, kwargs, limits or ReadLimits.from_env())
+    try:
+        return await asyncio.to_thread(started.wait)
+    except asyncio.CancelledError:
+        started.kill()
+        raise
+
+
+def _call(function: str, path: str | os.PathLike[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    from . import _describe, _loaders  # the readers' libraries: loaded where files are read
+
+    functions = {"describe": _describe.describe, "load": _loaders.load, "load_table": _loaders.load_table}
+    return functions[function](path, *args, **kwargs)
+
+
+class _Read:
+    """One read in a forked reader: started on construction, ended by :meth:`wait` or :meth:`kill`."""
+
+    def __init__(
+        self,
+        function: str,
+        path: str | os.PathLike[str],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        limits: ReadLimits,
+    ) -> None:
+        self.path, self.limits = path, limits
+        self.pidfd: int | None = None
+        self._pidfd_lock = threading.Lock()
+        self.channel, theirs = socket.socketpair()
+        try:
+            with _lock:
+                socket.send_fds(_server_socket(), [b"r"], [theirs.fileno()])
+            theirs.close()
+            self.channel.settimeout(START_TIMEOUT_S)
+            (pid,) = struct.unpack("!q", _recv_exact(self.channel, 8))
+            self.pidfd = os.pidfd_open(pid)
+            _send(self.channel, pickle.dumps((function, path, args, kwargs, limits)))
+        except (OSError, EOFError) as exc:
+            self._close()
+            raise DatalystError(f"the data-file reader process did not start: {exc_text(exc)}") from exc
+        self.deadline = time.monotonic() + limits.wall_s
+
+    def wait(self) -> Any:
+        """The read's result; its error, or the limit it hit, as a DataFileError of one line."""
+        try:
+            self.channel.settimeout(max(self.deadline - time.monotonic(), 0.001))
+            status, value = pickle.loads(_recv(self.channel))
+        except TimeoutError:
+            self.kill()
+            wall = f"reading it took longer than the {self.limits.wall_s:g} s limit"
+            raise over_budget(self.path, wall, "wall_s", self.limits) from None
+        except (EOFError, OSError):  # killed by the kernel, the caller, or a crash in a parser
+            died = "the reading process died (past the memory limit, or in a parser on a malformed file)"
+            raise over_budget(self.path, died, "memory_mb", self.limits) from None
+        finally:
+            self._close()
+        if status == "memory":
+            memory = f"reading it needed more than the {self.limits.memory_mb} MiB memory limit"
+            raise over_budget(self.path, memory, "memory_mb", self.limits)
+        if status == "error":
+            raise DataFileError(value)
+        return value
+
+    def kill(self) -> None:
+        with self._pidfd_lock:
+            if self.pidfd is not None:
+                with contextlib.suppress(ProcessLookupError):  # it has ended
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    def _close(self) -> None:
+        self.channel.close()
+        with self._pidfd_lock:
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
+
+
+def _server_socket() -> socket.socket:
+    """The socket of the reader server, started when there is none (hold ``_lock``)."""
+    global _server
+    if _server is None or _server[0].poll() is not None:
+        ours, theirs = socket.socketpair()
+        env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # no thread pools to fork
+        command = [sys.executable, "-c", _BOOT, str(Path(__file__).parents[2]), str(theirs.fileno())]
+        quiet = subprocess.DEVNULL  # what a parser prints about a hostile file is no part of the one line
+        process = subprocess.Popen(
+            command, pass_fds=[theirs.fileno()], env=env, stdin=quiet, stdout=quiet, stderr=quiet
+        )
+        theirs.close()
+        _server = (process, ours)
+    return _server[1]
+
+
+def serve(fd: int) -> None:
+    """The reader server: fork a reader for each socket the host sends, until the host goes away."""
+    from . import _describe, _loaders  # noqa: F401  loaded once, so that every reader starts with them
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the readers
+    server = socket.socket(fileno=fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(server, 1, 1)
+        except OSError:
+            return
+        if not message:
+            return
+        for channel_fd in fds:
+            if os.fork() == 0:
+                server.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                try:
+                    _read_one(socket.socket(fileno=channel_fd))
+                finally:
+                    os._exit(0)
+            os.close(channel_fd)
+
+
+def _read_one(channel: socket.socket) -> None:
+    """In a reader: take the request, read within its limits, send back what came of it."""
+    channel.sendall(struct.pack("!q", os.getpid()))
+    function, path, args, kwargs, limits = pickle.loads(_recv(channel))
+    set_active(limits)
+    read_here()
+    with open("/proc/self/statm") as statm:
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    memory = mapped + limits.memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = math.ceil(limits.wall_s) + 1  # a reader outlives its limit by a second even when the host is gone
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    try:
+        reply = ("ok", _call(function, path, args, kwargs))
+    except DataFileError as exc:
+        reply = ("error", str(exc))
+    except MemoryError:
+        reply = ("memory", None)
+    except Exception as exc:
+        reply = ("error", str(file_error(path, f"reading it failed: {exc_text(exc)}", "the file may be malformed")))
+    try:
+        payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+    except MemoryError:
+        payload = pickle.dumps(("memory", None))
+    _send(channel, payload)
+
+
+def _send(channel: socket.socket, payload: bytes) -> None:
+    channel.sendall(_SIZE.pack(len(payload)))
+    channel.sendall(payload)
+
+
+def _recv(channel: socket.socket) -> bytearray:
+    (size,) = _SIZE.unpack(_recv_exact(channel, _SIZE.size))
+    return _recv_exact(channel, size)
+
+
+def _recv_exact(channel: socket.socket, size: int) -> bytearray:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        n = channel.recv_into(view[got:])
+        if n == 0:
+            raise EOFError("the reader closed its socket")
+        got += n
+    return buffer
+
+
+# -- what callers use
+
+
+def describe(
+    path: str | os.PathLike[str], *, max_columns: int = 40, max_chars: int = 6000, limits: ReadLimits | None = None
+) -> FileInfo:
+    """Meta-information about a data file: tables, columns, types, statistics and sample rows.
+
+    Bounded whatever the file's size: statistics come from at most the first 100,000 rows and `max_columns`
+    columns of each table, and `FileInfo.render()` never returns more than `max_chars` characters. The file is
+    read in a reader process within `limits`. Raises DataFileError when the file cannot be read within them.
+    """
+    _check_bounds(max_columns, max_chars)
+    return read("describe", path, max_columns=max_columns, max_chars=max_chars, limits=limits)
+
+
+async def adescribe(
+    path: str | os.PathLike[str], *, max_columns: int = 40, max_chars: int = 6000, limits: ReadLimits | None = None
+) -> FileInfo:
+    """:func:`describe` for a coroutine; cancelling it stops the reader."""
+    _check_bounds(max_columns, max_chars)
+    return await aread("describe", path, max_columns=max_columns, max_chars=max_chars, limits=limits)
+
+
+def load(path: str | os.PathLike[str], *, limits: ReadLimits | None = None) -> dict[str, pd.DataFrame]:
+    """Every table of a data file, by name, read in a reader process within `limits`.
+
+    CSV, TSV, JSON lines and Parquet give one table named after the file stem; JSON gives one (or one per list
+    of records it holds); XLSX gives every sheet; SQLite gives every table and view. Raises DataFileError when
+    the file cannot be read within the limits.
+    """
+    return read("load", path, limits=limits)
+
+
+def load_table(
+    path: str | os.PathLike[str], table: str | None = None, *, limits: ReadLimits | None = None
+) -> pd.DataFrame:
+    """One table of a data file, `table` by name or the first one, read in a reader process within `limits`.
+
+    Raises DataFileError when the file cannot be read within the limits or has no such table (the message
+    lists the available names).
+    """
+    return read("load_table", path, table, limits=limits)
+
+
+def _check_bounds(max_columns: int, max_chars: int) -> None:
+    if max_columns < 1:
+        raise ConfigError(f"max_columns must be at least 1, got {max_columns}")
+    if max_chars < 1:
+        raise ConfigError(f"max_chars must be at least 1, got {max_chars}")
