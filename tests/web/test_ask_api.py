@@ -3,6 +3,7 @@ downloads, stops, disconnects, and a model or sandbox that fails."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -13,9 +14,22 @@ from pathlib import Path
 
 import httpx2
 import nbformat
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from starlette.testclient import TestClient
-from web_helpers import ORIGIN, answer, code, events, headers, live_server, script_spec, serve_config
+from web_helpers import (
+    ORIGIN,
+    answer,
+    code,
+    events,
+    headers,
+    live_server,
+    readers,
+    script_spec,
+    serve_config,
+    wide_csv,
+)
 
 from datalyst.web import create_app
 
@@ -236,3 +250,43 @@ def test_too_many_conversations_are_refused(tmp_path, examples_dir):
         assert upload(client, sales(examples_dir)).status_code == 200
         refused = upload(client, sales(examples_dir))
         assert refused.status_code == 429 and "close one" in refused.json()["error"]
+
+
+def test_a_file_past_a_read_limit_is_refused_and_the_server_answers_while_it_reads(tmp_path, monkeypatch):
+    monkeypatch.setenv("DATALYST_READ_DECOMPRESSED_MB", "1")
+    zeros = tmp_path / "zeros.parquet"
+    pq.write_table(pa.table({"a": pa.array([0] * 2_000_000, pa.int64())}), zeros)
+    with (
+        live_server(serve_config(tmp_path)) as (base, _),
+        httpx2.Client(base_url=base, headers=headers(base), timeout=60) as client,
+    ):
+        refused = client.post("/api/files/check", files=[("upload", ("zeros.parquet", zeros.read_bytes()))])
+        assert refused.status_code == 400
+        assert refused.json()["error"] == (
+            "cannot read 'zeros.parquet': it unpacks to 8.0 MB, past the 1 MiB limit on decompressed data "
+            "(hint: to allow more, set DATALYST_READ_DECOMPRESSED_MB=2 (now 1))"
+        )
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            checking = pool.submit(client.post, "/api/files/check", files=[("upload", ("wide.csv", wide_csv()))])
+            deadline = time.monotonic() + 20
+            while not readers():
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            started = time.monotonic()
+            assert client.get("/api/info").status_code == 200
+            assert time.monotonic() - started < 1.0  # answered while the file is read
+            assert not checking.done()
+            assert checking.result().json()["files"][0]["tables"][0]["columns"] == 300_000
+
+
+def test_a_page_that_goes_away_stops_the_reading_of_its_files(tmp_path):
+    with live_server(serve_config(tmp_path)) as (base, _):
+        with (
+            httpx2.Client(base_url=base, headers=headers(base), timeout=1.5) as client,
+            pytest.raises(httpx2.TimeoutException),
+        ):
+            client.post("/api/files/check", files=[("upload", ("wide.csv", wide_csv()))])
+        deadline = time.monotonic() + 5
+        while readers():
+            assert time.monotonic() < deadline, "the reader outlived the request"
+            time.sleep(0.05)

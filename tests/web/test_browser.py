@@ -15,7 +15,19 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from web_helpers import NO_ANSWER, RIGHT_FOR_Q0, TOKEN, answer, code, eval_run, live_server, script_spec, serve_config
+from web_helpers import (
+    NO_ANSWER,
+    RIGHT_FOR_Q0,
+    TOKEN,
+    answer,
+    code,
+    eval_run,
+    live_server,
+    readers,
+    script_spec,
+    serve_config,
+    wide_csv,
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (.ci/run installs it)")
@@ -236,6 +248,22 @@ def test_a_file_is_checked_as_it_is_chosen(page, examples_dir, name, content, wh
     assert why in page.locator("#ask-error").inner_text() and "\n" not in page.locator("#ask-error").inner_text()
     page.set_input_files("#upload", str(examples_dir / "sales.csv"))
     expect(page.locator("#files-info")).to_have_text("sales.csv (csv, 60 rows \u00d7 6 columns)")
+    assert page.locator("#ask-error").is_hidden()
+
+
+def test_esc_stops_a_check_and_the_server_stops_reading(page):
+    page.set_input_files("#upload", files=[{"name": "wide.csv", "mimeType": "text/csv", "buffer": wide_csv()}])
+    expect(page.locator("#files-info")).to_have_text("checking the files… (Esc stops)")
+    deadline = time.monotonic() + 20
+    while not readers():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    page.keyboard.press("Escape")
+    expect(page.locator("#files-info")).to_have_text("checking stopped")
+    deadline = time.monotonic() + 5
+    while readers():
+        assert time.monotonic() < deadline, "the reader outlived the check"
+        time.sleep(0.05)
     assert page.locator("#ask-error").is_hidden()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import uvicorn
 
 from datalyst.agent import AgentConfig
+from datalyst.data import _reader
 from datalyst.eval import EVAL_SAMPLING, EvalConfig, run_eval
 from datalyst.llm import ReplayModel
 from datalyst.tasks import load_dabench, write_tasks
@@ -102,3 +103,16 @@ def eval_run(out: Path, outputs: list[str], *, trials: int = 2) -> Path:
 RIGHT_FOR_Q0 = [code("print(1 + 1)"), answer("@mean_fare[34.65]")]
 """Right for DABench question 0 only."""
 NO_ANSWER = [code("print(1 + 1)"), code("print(2)"), code("print(3)")]
+
+
+def wide_csv(columns: int = 300_000) -> bytes:
+    """A CSV that takes seconds to describe: a header and a row of ``columns`` fields."""
+    return (",".join(f"c{i}" for i in range(columns)) + "\n" + ",".join("1" * columns) + "\n").encode()
+
+
+def readers() -> list[str]:
+    """The reader processes now forked by this process's reader server."""
+    if _reader._server is None:
+        return []
+    server = _reader._server[0].pid
+    return Path(f"/proc/{server}/task/{server}/children").read_text().split()

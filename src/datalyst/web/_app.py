@@ -25,7 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from datalyst.agent import DIALECTS, analyst_config, to_html, to_notebook
-from datalyst.data import DATA_SUFFIXES, describe
+from datalyst.data import DATA_SUFFIXES, adescribe
 from datalyst.errors import ConfigError, DatalystError
 from datalyst.llm import text_streamed_to
 from datalyst.web import _browse
@@ -148,7 +148,7 @@ def create_app(config: ServeConfig) -> Starlette:
             raise Refused("choose at least one data file", 400)
         if len({file.name for file in files}) < len(files):
             raise Refused("two of the files have the same name; rename one", 400)
-        return files, [await asyncio.to_thread(_describe, file) for file in files]
+        return files, await _described(request, files)
 
     async def check_files(request: Request) -> Response:
         with tempfile.TemporaryDirectory(prefix="datalyst-web-") as folder:
@@ -387,10 +387,26 @@ async def _save(upload: UploadFile, folder: Path, limit: int) -> Path:
     return target
 
 
-def _describe(path: Path) -> dict[str, Any]:
-    """A file's kind and tables, read as the agent will read it (an unreadable file is refused in one line)."""
+async def _described(request: Request, files: list[Path]) -> list[dict[str, Any]]:
+    """Each file described, one after the other; a page that goes away stops the reading."""
+    reading = asyncio.ensure_future(_describe_each(files))
+    while not reading.done():
+        await asyncio.wait({reading}, timeout=0.25)
+        if not reading.done() and await request.is_disconnected():
+            reading.cancel()
+            raise Refused("the page went away while its files were read", 499)
+    return reading.result()
+
+
+async def _describe_each(files: list[Path]) -> list[dict[str, Any]]:
+    return [await _describe(file) for file in files]
+
+
+async def _describe(path: Path) -> dict[str, Any]:
+    """A file's kind and tables, read as the agent will read it, in a reader within its limits (an unreadable file,
+    or one past a limit, is refused in one line)."""
     try:
-        info = describe(path)
+        info = await adescribe(path)
     except DatalystError as exc:
         raise Refused(str(exc).splitlines()[0].replace(str(path), path.name), 400) from None  # not the server's paths
     tables = [{"name": t.name, "rows": t.row_count, "columns": t.column_count} for t in info.tables]

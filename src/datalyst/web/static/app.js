@@ -42,7 +42,7 @@ function route() {
 
 // ---- Ask ----------------------------------------------------------------------------------------------------
 
-const ask = { info: null, conversation: null, stream: null, cells: 0 };
+const ask = { info: null, conversation: null, stream: null, check: null, cells: 0 };
 
 async function loadInfo() {
   ask.info = await api("/api/info");
@@ -72,21 +72,33 @@ function describeFiles(files) {
 }
 
 // Files are checked as they are chosen: one the agent could not read is refused now, not after Ask.
+// A new choice, Esc or Ask stops a check still running, and the server stops reading.
 async function checkFiles() {
+  stopCheck();
   show($("ask-error"), false);
   $("files-info").textContent = "";
   if (!$("upload").files.length && !$("folder-files").querySelector("input:checked")) return;
-  $("files-info").textContent = "checking the files…";
+  $("files-info").textContent = "checking the files… (Esc stops)";
+  const check = (ask.check = new AbortController());
   try {
-    describeFiles((await api("/api/files/check", { method: "POST", body: chosenFiles() })).files);
+    describeFiles((await api("/api/files/check", { method: "POST", body: chosenFiles(), signal: check.signal })).files);
   } catch (error) {
+    if (check.signal.aborted) return;
     $("files-info").textContent = "";
     $("ask-error").textContent = error.message;
     show($("ask-error"), true);
+  } finally {
+    if (ask.check === check) ask.check = null;
   }
 }
 
+function stopCheck() {
+  if (ask.check) ask.check.abort();
+  ask.check = null;
+}
+
 async function openConversation() {
+  stopCheck();
   const opened = await api("/api/conversations", { method: "POST", body: chosenFiles() });
   ask.conversation = opened.id;
   describeFiles(opened.files);
@@ -391,7 +403,11 @@ document.addEventListener("DOMContentLoaded", async () => {
     example.addEventListener("click", () => { $("question").value = example.textContent; $("question").focus(); });
   }
   $("question").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("ask-form").requestSubmit(); } });
-  document.addEventListener("keydown", (e) => { if (e.key === "Escape" && !$("stop").disabled) stopAnswer(); });
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Escape") return;
+    if (ask.check) { stopCheck(); $("files-info").textContent = "checking stopped"; }
+    else if (!$("stop").disabled) stopAnswer();
+  });
   route();
   await loadInfo().catch((error) => { $("ask-error").textContent = error.message; show($("ask-error"), true); });
 });
