@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datalyst.data import DataFileError, ReadLimits, adescribe, describe, load, load_table
-from datalyst.data import _reader
+from datalyst.data import DataFileError, ReadLimits, _reader, adescribe, describe, load, load_table
 from datalyst.errors import ConfigError
 
 TIGHT = ReadLimits(wall_s=5, memory_mb=256, decompressed_mb=4)
@@ -247,7 +246,7 @@ def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("DATALYST_READ_WALL_S", "7.5")
     assert ReadLimits.from_env() == ReadLimits(wall_s=7.5)
     monkeypatch.setenv("DATALYST_READ_MEMORY_MB", "lots")
-    with pytest.raises(ConfigError, match="^DATALYST_READ_MEMORY_MB: Input should be a valid integer"):
+    with pytest.raises(ConfigError, match=r"^DATALYST_READ_MEMORY_MB: Input should be a valid integer"):
         ReadLimits.from_env()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import gc
 import math
 import os
 import pickle
@@ -22,8 +23,8 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ START_TIMEOUT_S = 120.0
 """How long a read waits for a new reader server to load its libraries (about a second) and fork."""
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from datalyst.data._reader import serve; serve(int(sys.argv[2]))"
 _SIZE = struct.Struct("!Q")
+_KEPT_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONPATH")
 _here = False
 _lock = threading.Lock()
 _server: tuple[subprocess.Popen[bytes], socket.socket] | None = None
@@ -78,18 +80,18 @@ def read(function: str, path: str | os.PathLike[str], *args: Any, limits: ReadLi
     """``function`` (describe, load or load_table) of ``path``, read within ``limits`` (the environment's)."""
     if _here:
         return _call(function, path, args, kwargs)
-    return _Read(function, path, args, kwargs, limits or ReadLimits.from_env()).wait()
+    return _Read(path, limits or ReadLimits.from_env()).run(function, args, kwargs)
 
 
 async def aread(
     function: str, path: str | os.PathLike[str], *args: Any, limits: ReadLimits | None, **kwargs: Any
 ) -> Any:
     """:func:`read` for a coroutine: cancelling it stops the reader."""
-    started = await asyncio.to_thread(_Read, function, path, args, kwargs, limits or ReadLimits.from_env())
+    reading = _Read(path, limits or ReadLimits.from_env())
     try:
-        return await asyncio.to_thread(started.wait)
+        return await asyncio.to_thread(reading.run, function, args, kwargs)
     except asyncio.CancelledError:
-        started.kill()
+        reading.stop()
         raise
 
 
@@ -101,47 +103,34 @@ def _call(function: str, path: str | os.PathLike[str], args: tuple[Any, ...], kw
 
 
 class _Read:
-    """One read in a forked reader: started on construction, ended by :meth:`wait` or :meth:`kill`."""
+    """One read of ``path`` in a forked reader, which :meth:`stop` ends from any thread, before it starts too."""
 
-    def __init__(
-        self,
-        function: str,
-        path: str | os.PathLike[str],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        limits: ReadLimits,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], limits: ReadLimits) -> None:
         self.path, self.limits = path, limits
-        self.pidfd: int | None = None
-        self._pidfd_lock = threading.Lock()
-        self.channel, theirs = socket.socketpair()
-        try:
-            with _lock:
-                socket.send_fds(_server_socket(), [b"r"], [theirs.fileno()])
-            theirs.close()
-            self.channel.settimeout(START_TIMEOUT_S)
-            (pid,) = struct.unpack("!q", _recv_exact(self.channel, 8))
-            self.pidfd = os.pidfd_open(pid)
-            _send(self.channel, pickle.dumps((function, path, args, kwargs, limits)))
-        except (OSError, EOFError) as exc:
-            self._close()
-            raise DatalystError(f"the data-file reader process did not start: {exc_text(exc)}") from exc
-        self.deadline = time.monotonic() + limits.wall_s
+        self._pidfd: int | None = None
+        self._stopped = False
+        self._state = threading.Lock()
 
-    def wait(self) -> Any:
+    def run(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The read's result; its error, or the limit it hit, as a DataFileError of one line."""
+        channel, theirs = socket.socketpair()
         try:
-            self.channel.settimeout(max(self.deadline - time.monotonic(), 0.001))
-            status, value = pickle.loads(_recv(self.channel))
+            self._start(channel, theirs, (function, self.path, args, kwargs, self.limits))
+            channel.settimeout(self.limits.wall_s)
+            status, value = _recv(channel)
         except TimeoutError:
-            self.kill()
+            self.stop()
             wall = f"reading it took longer than the {self.limits.wall_s:g} s limit"
             raise over_budget(self.path, wall, "wall_s", self.limits) from None
-        except (EOFError, OSError):  # killed by the kernel, the caller, or a crash in a parser
+        except (EOFError, OSError):  # killed by the kernel, by stop(), or by a crash in a parser
             died = "the reading process died (past the memory limit, or in a parser on a malformed file)"
             raise over_budget(self.path, died, "memory_mb", self.limits) from None
         finally:
-            self._close()
+            channel.close()
+            with self._state:
+                if self._pidfd is not None:
+                    os.close(self._pidfd)
+                    self._pidfd = None
         if status == "memory":
             memory = f"reading it needed more than the {self.limits.memory_mb} MiB memory limit"
             raise over_budget(self.path, memory, "memory_mb", self.limits)
@@ -149,18 +138,29 @@ class _Read:
             raise DataFileError(value)
         return value
 
-    def kill(self) -> None:
-        with self._pidfd_lock:
-            if self.pidfd is not None:
+    def stop(self) -> None:
+        with self._state:
+            self._stopped = True
+            if self._pidfd is not None:
                 with contextlib.suppress(ProcessLookupError):  # it has ended
-                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
-    def _close(self) -> None:
-        self.channel.close()
-        with self._pidfd_lock:
-            if self.pidfd is not None:
-                os.close(self.pidfd)
-                self.pidfd = None
+    def _start(self, channel: socket.socket, theirs: socket.socket, request: tuple[Any, ...]) -> None:
+        """Have the server fork a reader on ``theirs``, hold it by a pidfd, and send it the request."""
+        try:
+            with _lock:
+                socket.send_fds(_server_socket(), [b"r"], [theirs.fileno()])
+            theirs.close()
+            channel.settimeout(START_TIMEOUT_S)
+            (pid,) = struct.unpack("!q", _recv_exact(channel, 8))
+            with self._state:
+                self._pidfd = os.pidfd_open(pid)
+            if self._stopped:
+                self.stop()
+            _send(channel, request)
+        except (OSError, EOFError) as exc:
+            theirs.close()
+            raise DatalystError(f"the data-file reader process did not start: {exc_text(exc)}") from exc
 
 
 def _server_socket() -> socket.socket:
@@ -168,7 +168,8 @@ def _server_socket() -> socket.socket:
     global _server
     if _server is None or _server[0].poll() is not None:
         ours, theirs = socket.socketpair()
-        env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # no thread pools to fork
+        kept = {name: os.environ[name] for name in _KEPT_ENVIRONMENT if name in os.environ}  # no API keys
+        env = kept | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # and no thread pools to fork
         command = [sys.executable, "-c", _BOOT, str(Path(__file__).parents[2]), str(theirs.fileno())]
         quiet = subprocess.DEVNULL  # what a parser prints about a hostile file is no part of the one line
         process = subprocess.Popen(
@@ -181,8 +182,9 @@ def _server_socket() -> socket.socket:
 
 def serve(fd: int) -> None:
     """The reader server: fork a reader for each socket the host sends, until the host goes away."""
-    from . import _describe, _loaders  # noqa: F401  loaded once, so that every reader starts with them
-
+    _warm_up()
+    gc.collect()
+    gc.freeze()  # a collection in a reader would otherwise write to, and so copy, every page of these objects
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the readers
     server = socket.socket(fileno=fd)
     while True:
@@ -203,10 +205,24 @@ def serve(fd: int) -> None:
             os.close(channel_fd)
 
 
+def _warm_up() -> None:
+    """Describe and load a small file of each kind once, so that every reader starts with its libraries loaded
+    and their lazy parts touched."""
+    import pandas as pd
+
+    from ._writers import SUFFIXES, write_table
+
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"], "c": ["2024-01-31", "2024-02-29"]})
+    with tempfile.TemporaryDirectory(prefix="datalyst-reader-") as folder:
+        for kind, suffix in SUFFIXES.items():
+            path = write_table(frame, Path(folder, "warm" + suffix), kind)
+            pickle.dumps((_call("describe", path, (), {}), _call("load", path, (), {})))
+
+
 def _read_one(channel: socket.socket) -> None:
     """In a reader: take the request, read within its limits, send back what came of it."""
     channel.sendall(struct.pack("!q", os.getpid()))
-    function, path, args, kwargs, limits = pickle.loads(_recv(channel))
+    function, path, args, kwargs, limits = _recv(channel)
     set_active(limits)
     read_here()
     with open("/proc/self/statm") as statm:
@@ -224,20 +240,26 @@ def _read_one(channel: socket.socket) -> None:
     except Exception as exc:
         reply = ("error", str(file_error(path, f"reading it failed: {exc_text(exc)}", "the file may be malformed")))
     try:
-        payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    except MemoryError:
-        payload = pickle.dumps(("memory", None))
-    _send(channel, payload)
+        _send(channel, reply)
+    except MemoryError:  # in pickling it, before anything was sent
+        _send(channel, ("memory", None))
 
 
-def _send(channel: socket.socket, payload: bytes) -> None:
-    channel.sendall(_SIZE.pack(len(payload)))
-    channel.sendall(payload)
+def _send(channel: socket.socket, value: Any) -> None:
+    """Pickle ``value`` onto the socket, its large arrays as buffers of their own (pickled, they would be copied)."""
+    buffers: list[pickle.PickleBuffer] = []
+    head = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    parts = [memoryview(head), *(buffer.raw() for buffer in buffers)]
+    channel.sendall(struct.pack(f"!{len(parts) + 1}Q", len(parts), *(part.nbytes for part in parts)))
+    for part in parts:
+        channel.sendall(part)
 
 
-def _recv(channel: socket.socket) -> bytearray:
-    (size,) = _SIZE.unpack(_recv_exact(channel, _SIZE.size))
-    return _recv_exact(channel, size)
+def _recv(channel: socket.socket) -> Any:
+    (count,) = _SIZE.unpack(_recv_exact(channel, _SIZE.size))
+    sizes = struct.unpack(f"!{count}Q", _recv_exact(channel, _SIZE.size * count))
+    head, *buffers = (_recv_exact(channel, size) for size in sizes)
+    return pickle.loads(head, buffers=buffers)
 
 
 def _recv_exact(channel: socket.socket, size: int) -> bytearray:

@@ -15,9 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datalyst.jsonl import nesting_depth, split_lines
-
 from datalyst.errors import DataFileError
+from datalyst.jsonl import nesting_depth, split_lines
 
 from ._budget import check_unpacked
 from ._common import exc_text, file_error
