@@ -115,7 +115,7 @@ class _Read:
         """The read's result; its error, or the limit it hit, as a DataFileError of one line."""
         channel, theirs = socket.socketpair()
         try:
-            self._start(channel, theirs, (function, self.path, args, kwargs, self.limits))
+            self._start(channel, theirs, (os.getcwd(), function, self.path, args, kwargs, self.limits))
             channel.settimeout(self.limits.wall_s)
             status, value = _recv(channel)
         except TimeoutError:
@@ -222,7 +222,8 @@ def _warm_up() -> None:
 def _read_one(channel: socket.socket) -> None:
     """In a reader: take the request, read within its limits, send back what came of it."""
     channel.sendall(struct.pack("!q", os.getpid()))
-    function, path, args, kwargs, limits = _recv(channel)
+    cwd, function, path, args, kwargs, limits = _recv(channel)
+    os.chdir(cwd)  # a relative path names the file it names for the caller, and the messages say it as given
     set_active(limits)
     read_here()
     with open("/proc/self/statm") as statm:
