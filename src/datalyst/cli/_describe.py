@@ -17,7 +17,11 @@ def describe_command(
     max_chars: Annotated[int, typer.Option(help="Longest description per file, in characters.")] = 6000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the meta-information as JSON.")] = False,
 ) -> None:
-    """Describe FILES: tables, columns, types, ranges, frequent values and first rows."""
+    """Describe FILES: tables, columns, types, ranges, frequent values and first rows.
+
+    Each file is read in a process of its own within limits, by default 60 s, 4096 MiB of memory and 1024 MiB of
+    decompressed data, which DATALYST_READ_WALL_S, DATALYST_READ_MEMORY_MB and DATALYST_READ_DECOMPRESSED_MB set.
+    """
     infos = [describe(path, max_chars=max_chars) for path in files]
     if as_json:
         print("[" + ",\n".join(info.model_dump_json(indent=2) for info in infos) + "]")

@@ -22,7 +22,7 @@ class ReadLimits(BaseModel):
     wall_s: float = Field(60.0, gt=0)
     """Seconds one read may take before its process is stopped."""
     memory_mb: int = Field(4096, ge=64)
-    """Memory the reading process may add to what its libraries hold, in MiB."""
+    """Memory the reading process may allocate on top of what its libraries hold, in MiB."""
     decompressed_mb: int = Field(1024, ge=1)
     """What a compressed file may unpack to (an XLSX workbook's parts, a Parquet file's columns), in MiB."""
 

@@ -3,7 +3,7 @@
     host ──socket── reader server (the readers' libraries loaded) ──fork── reader (one read, within its limits)
 
 For each read the host hands the server one end of a fresh socket pair. The forked reader sends its PID, which
-the host holds as a pidfd, then reads the file under a memory limit (``RLIMIT_AS``) and sends back the result
+the host holds as a pidfd, then reads the file under a memory limit (``RLIMIT_DATA``) and sends back the result
 or the error's one line. The host stops the reader at the wall-time limit, or when its caller is cancelled.
 A process that is itself the budget (a reader, the sandbox's worker) reads in place: see :func:`read_here`.
 """
@@ -227,9 +227,9 @@ def _read_one(channel: socket.socket) -> None:
     set_active(limits)
     read_here()
     with open("/proc/self/statm") as statm:
-        mapped = int(statm.read().split()[0]) * resource.getpagesize()
-    memory = mapped + limits.memory_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        data = int(statm.read().split()[5]) * resource.getpagesize()
+    memory = data + limits.memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     cpu = math.ceil(limits.wall_s) + 1  # a reader outlives its limit by a second even when the host is gone
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     try:
