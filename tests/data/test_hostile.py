@@ -260,3 +260,14 @@ def test_the_cli_prints_one_line_for_a_budget(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert "DATALYST_READ_DECOMPRESSED_MB=2 (now 1)" in done.stderr
+
+
+def test_start_reader_starts_one_server_ahead_of_the_first_read(tmp_path: Path) -> None:
+    _reader.start_reader()
+    process = _reader._server[0]
+    _reader.start_reader()
+    assert _reader._server[0] is process and process.poll() is None
+    path = tmp_path / "a.csv"
+    path.write_text("a\n1\n")
+    assert describe(path).tables[0].row_count == 1
+    assert _reader._server[0] is process

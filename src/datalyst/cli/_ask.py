@@ -26,6 +26,7 @@ from datalyst.agent import (
     to_notebook,
 )
 from datalyst.cli._app import AllowUnisolated, app
+from datalyst.data import start_reader
 from datalyst.llm import load_model, own_dialect, resolve_spec
 from datalyst.tasks import Task
 
@@ -89,6 +90,7 @@ def ask_command(
 
 async def _run(task: Task, spec: str, config: AgentConfig, console: Console) -> tuple[Trajectory, str | None]:
     """The trajectory, and for a model run here, which of llama.cpp's CPU libraries ran it."""
+    start_reader()  # it loads while the model does
     chat_model = load_model(spec)
     cpu = getattr(chat_model, "cpu", None)
     try:

@@ -11,7 +11,7 @@ from datalyst.errors import DataFileError
 from ._budget import ReadLimits
 from ._kinds import DATA_SUFFIXES, FileKind, detect_kind
 from ._models import SCHEMA_VERSION, ColumnInfo, FileInfo, ForeignKeyInfo, TableInfo
-from ._reader import adescribe, describe, load, load_table, read_here
+from ._reader import adescribe, describe, load, load_table, read_here, start_reader
 from ._writers import SUFFIXES, fits, write_table, write_tables
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "load",
     "load_table",
     "read_here",
+    "start_reader",
     "write_table",
     "write_tables",
 ]

@@ -76,6 +76,14 @@ def read_here() -> None:
     _here = True
 
 
+def start_reader() -> None:
+    """Start the reader server now, so that it loads its libraries (about a second) while the caller does other
+    work, not when the first file is read."""
+    if not _here:
+        with _lock:
+            _server_socket()
+
+
 def read(function: str, path: str | os.PathLike[str], *args: Any, limits: ReadLimits | None, **kwargs: Any) -> Any:
     """``function`` (describe, load or load_table) of ``path``, read within ``limits`` (the environment's)."""
     if _here:

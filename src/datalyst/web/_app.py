@@ -25,7 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from datalyst.agent import DIALECTS, analyst_config, to_html, to_notebook
-from datalyst.data import DATA_SUFFIXES, adescribe
+from datalyst.data import DATA_SUFFIXES, adescribe, start_reader
 from datalyst.errors import ConfigError, DatalystError
 from datalyst.llm import text_streamed_to
 from datalyst.web import _browse
@@ -109,6 +109,7 @@ def create_app(config: ServeConfig) -> Starlette:
                 await asyncio.sleep(min(60.0, config.idle_s))
                 await conversations.close_idle()
 
+        start_reader()  # the first check of a file need not wait for the reader's libraries
         reaper = asyncio.get_running_loop().create_task(reap())
         try:
             yield
