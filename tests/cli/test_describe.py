@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 
 def test_describe_prints_tables_and_columns(datalyst, examples_dir):
     done = datalyst("describe", str(examples_dir / "sales.csv"), str(examples_dir / "shop.sqlite"))
@@ -33,3 +36,14 @@ def test_an_error_line_keeps_its_brackets(datalyst, tmp_path):
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"error: cannot read '{missing}': file not found")
+
+
+def test_a_read_past_its_limit_is_one_line_naming_the_variable(datalyst, tmp_path, monkeypatch):
+    bomb = tmp_path / "zeros.parquet"
+    pq.write_table(pa.table({"a": pa.array([0] * 2_000_000, pa.int64())}), bomb)
+    monkeypatch.setenv("DATALYST_READ_DECOMPRESSED_MB", "1")
+    done = datalyst("describe", str(bomb))
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: cannot read '{bomb}': it unpacks to 8.0 MB, past the 1 MiB limit")
+    assert line.endswith("(hint: to allow more, set DATALYST_READ_DECOMPRESSED_MB=2 (now 1))")

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -185,9 +183,8 @@ def test_workbook_of_a_thousand_sheets(tmp_path: Path) -> None:
 
 def test_database_of_two_thousand_tables(tmp_path: Path) -> None:
     path = tmp_path / "tables.sqlite"
-    with sqlite3.connect(path) as con:
-        for i in range(2000):
-            con.execute(f"CREATE TABLE t{i} (a INTEGER)")
+    con = sqlite3.connect(path)
+    con.executescript("BEGIN;" + "".join(f"CREATE TABLE t{i} (a INTEGER);" for i in range(2000)) + "COMMIT;")
     con.close()
     info = describe(path, limits=TIGHT)
     assert len(info.tables) == 500
@@ -248,18 +245,6 @@ def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("DATALYST_READ_MEMORY_MB", "lots")
     with pytest.raises(ConfigError, match=r"^DATALYST_READ_MEMORY_MB: Input should be a valid integer"):
         ReadLimits.from_env()
-
-
-def test_the_cli_prints_one_line_for_a_budget(tmp_path: Path) -> None:
-    bomb = tmp_path / "zeros.parquet"
-    pq.write_table(pa.table({"a": pa.array([0] * 2_000_000, pa.int64())}), bomb)
-    env = os.environ | {"DATALYST_READ_DECOMPRESSED_MB": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "datalyst", "describe", str(bomb)], capture_output=True, text=True, env=env
-    )
-    assert done.returncode != 0
-    assert done.stderr.strip().count("\n") == 0, done.stderr
-    assert "DATALYST_READ_DECOMPRESSED_MB=2 (now 1)" in done.stderr
 
 
 def test_start_reader_starts_one_server_ahead_of_the_first_read(tmp_path: Path) -> None:
