@@ -6,9 +6,7 @@ from datalyst.agent._agent import (
     AgentConfig,
     AgentState,
     Guidance,
-    PendingSandbox,
     analyst_config,
-    build_context,
     recorded_calls,
 )
 from datalyst.agent._dialect import ActionKind, Dialect, PromptContext, Step
@@ -50,7 +48,6 @@ __all__ = [
     "Dialect",
     "Guidance",
     "Outcome",
-    "PendingSandbox",
     "PromptContext",
     "RolloutSummary",
     "Status",
@@ -63,7 +60,6 @@ __all__ = [
     "ajudge_trajectory",
     "analyst_config",
     "answer_format_problem",
-    "build_context",
     "cell_key",
     "finished_ids",
     "form_problem",

@@ -27,11 +27,9 @@ from datalyst.judge._judges import (
 )
 from datalyst.judge._llm import LLMGrader, LLMVerdict, parse_judgement, render_judge_prompt
 from datalyst.judge._programs import (
-    TIME_LIMIT_S,
     ProgramRun,
     arun_cases,
     cases_result,
-    cases_summary,
     first_failing,
     humaneval_completion,
     humaneval_program,
@@ -44,8 +42,6 @@ from datalyst.judge._rule import REL_TOL, ZERO_TOLERANCE, rule_match
 from datalyst.judge._sql import SqlVerdict, csv_match, execution_match, extract_sql, gold_rows
 from datalyst.judge._tablebench import (
     TABLEBENCH_SUBTYPE_METRICS,
-    TableBenchGroup,
-    TableBenchOverall,
     TableBenchReport,
     parse_final_answer,
     parse_tablebench_row,
@@ -65,7 +61,6 @@ __all__ = [
     "REFORMAT_SAMPLING",
     "REL_TOL",
     "TABLEBENCH_SUBTYPE_METRICS",
-    "TIME_LIMIT_S",
     "ZERO_TOLERANCE",
     "CasesJudge",
     "DABenchJudge",
@@ -81,15 +76,12 @@ __all__ = [
     "RuleJudge",
     "SqlJudge",
     "SqlVerdict",
-    "TableBenchGroup",
     "TableBenchJudge",
-    "TableBenchOverall",
     "TableBenchReport",
     "answers_agree",
     "areformat_dabench",
     "arun_cases",
     "cases_result",
-    "cases_summary",
     "csv_match",
     "dabench_dir",
     "execution_match",

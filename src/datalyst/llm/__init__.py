@@ -15,7 +15,6 @@ from datalyst.llm._cache import CachedModel
 from datalyst.llm._cpu import CpuPath, llama_cpu
 from datalyst.llm._embedded import DEFAULT_MODEL as DEFAULT_EMBEDDED_MODEL
 from datalyst.llm._embedded import (
-    EmbeddedModel,
     base_weights,
     ensure_model,
     fetch_model,
@@ -44,7 +43,6 @@ __all__ = [
     "Completion",
     "ContextOverflow",
     "CpuPath",
-    "EmbeddedModel",
     "GGUFTokenizer",
     "HFTokenizer",
     "ModelKind",

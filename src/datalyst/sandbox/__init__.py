@@ -6,30 +6,27 @@ Stages code against :class:`CodeExecutor`; :class:`Sandbox` makes one of its two
 
 from datalyst.sandbox._executor import CodeExecutor
 from datalyst.sandbox._forkserver import ForkServer, default_forkserver
-from datalyst.sandbox._install import DEFAULT_ALLOWLIST, PREINSTALLED, AutoInstaller
+from datalyst.sandbox._install import PREINSTALLED, AutoInstaller
 from datalyst.sandbox._limits import Limits
 from datalyst.sandbox._paths import open_in_workdir
 from datalyst.sandbox._pool import SandboxPool
-from datalyst.sandbox._result import CellError, ExecResult, SqlResult
-from datalyst.sandbox._sandbox import ForkWay, Mode, ReplaySandbox, Sandbox, SessionSandbox
+from datalyst.sandbox._result import CellError, ExecResult
+from datalyst.sandbox._sandbox import Mode, ReplaySandbox, Sandbox, SessionSandbox
 from datalyst.sandbox._screen import screen
 
 __all__ = [
-    "DEFAULT_ALLOWLIST",
     "PREINSTALLED",
     "AutoInstaller",
     "CellError",
     "CodeExecutor",
     "ExecResult",
     "ForkServer",
-    "ForkWay",
     "Limits",
     "Mode",
     "ReplaySandbox",
     "Sandbox",
     "SandboxPool",
     "SessionSandbox",
-    "SqlResult",
     "default_forkserver",
     "open_in_workdir",
     "screen",

@@ -5,28 +5,23 @@ from datalyst.search._mcts import COLLECT, INFER, MCTSConfig, decide, mcts
 from datalyst.search._puct import LOST, backup, ending_reward, puct, select
 from datalyst.search._run import (
     COLLECTING,
-    PATHS_PER_TREE,
     SearchRun,
     answer_paths,
     search_tasks,
     tree_path,
     tree_trajectory,
 )
-from datalyst.search._tree import SCHEMA_VERSION, Cost, Ending, Node, Tree
-from datalyst.search._value_data import PATHS_PER_OUTCOME, value_examples
+from datalyst.search._tree import Cost, Ending, Tree
+from datalyst.search._value_data import value_examples
 
 __all__ = [
     "COLLECT",
     "COLLECTING",
     "INFER",
     "LOST",
-    "PATHS_PER_OUTCOME",
-    "PATHS_PER_TREE",
-    "SCHEMA_VERSION",
     "Cost",
     "Ending",
     "MCTSConfig",
-    "Node",
     "SearchRun",
     "Tree",
     "answer_paths",

@@ -2,29 +2,24 @@
 programming problems about integer sequences with exact test cases."""
 
 from datalyst.synth import _chains  # noqa: F401  (registers the composed template)
-from datalyst.synth._challenges import DOMAINS, FAMILIES, Domain, Family
+from datalyst.synth._challenges import DOMAINS, FAMILIES
 from datalyst.synth._convert import FORMATS, LAYOUTS, convert_tasks, sheets_of
-from datalyst.synth._datasets import DatasetOptions, make_dataset_tasks, writer_messages
+from datalyst.synth._datasets import DatasetOptions, make_dataset_tasks
 from datalyst.synth._files import (
-    REASONS,
     FileOptions,
-    Funnel,
-    Rejection,
     SourceFile,
     benchmark_fingerprints,
     collect_files,
-    find_data_files,
     read_source_files,
 )
 from datalyst.synth._followups import make_follow_ups
-from datalyst.synth._mining import CATEGORIES as NOTEBOOK_CATEGORIES
-from datalyst.synth._mining import MiningOptions, NotebookFunnel, make_notebook_tasks, value_in_outputs
-from datalyst.synth._notebooks import TEACHING_DATASETS, AddressMap, NotebookFilters
+from datalyst.synth._mining import MiningOptions, make_notebook_tasks, value_in_outputs
+from datalyst.synth._notebooks import AddressMap
 from datalyst.synth._programmatic import TemplateOptions, make_template_tasks
 from datalyst.synth._queries import QueryOptions, clean_format, make_query_tasks
 from datalyst.synth._roles import split_loader
 from datalyst.synth._sequence_problems import SequenceOptions, make_sequence_tasks
-from datalyst.synth._sequences import Sequence, draw_sequences
+from datalyst.synth._sequences import draw_sequences
 from datalyst.synth._show import sample_by_category, tasks_html
 from datalyst.synth._sql import SqlOptions, make_sql_tasks
 from datalyst.synth._stage import TaskSummary
@@ -36,22 +31,12 @@ __all__ = [
     "FAMILIES",
     "FORMATS",
     "LAYOUTS",
-    "NOTEBOOK_CATEGORIES",
-    "REASONS",
-    "TEACHING_DATASETS",
     "AddressMap",
     "Category",
     "DatasetOptions",
-    "Domain",
-    "Family",
     "FileOptions",
-    "Funnel",
     "MiningOptions",
-    "NotebookFilters",
-    "NotebookFunnel",
     "QueryOptions",
-    "Rejection",
-    "Sequence",
     "SequenceOptions",
     "SourceFile",
     "SqlOptions",
@@ -63,7 +48,6 @@ __all__ = [
     "collect_files",
     "convert_tasks",
     "draw_sequences",
-    "find_data_files",
     "make_dataset_tasks",
     "make_follow_ups",
     "make_notebook_tasks",
@@ -77,5 +61,4 @@ __all__ = [
     "split_loader",
     "tasks_html",
     "value_in_outputs",
-    "writer_messages",
 ]

@@ -7,16 +7,14 @@ from datalyst.tasks._humaneval import load_humaneval
 from datalyst.tasks._io import read_tasks, write_tasks
 from datalyst.tasks._subset import DEV_SUBSETS, Split, StratifyBy, split_tasks, stratified_subset
 from datalyst.tasks._tablebench import TABLEBENCH_FORMAT, load_tablebench, tablebench_csv
-from datalyst.tasks._task import SCHEMA_VERSION, Asked, Case, JudgeName, Lineage, Task
+from datalyst.tasks._task import Asked, Case, Lineage, Task
 
 __all__ = [
     "DEV_SUBSETS",
-    "SCHEMA_VERSION",
     "SQL_ANSWER_FORMAT",
     "TABLEBENCH_FORMAT",
     "Asked",
     "Case",
-    "JudgeName",
     "Lineage",
     "Split",
     "StratifyBy",

@@ -1,16 +1,14 @@
 """Training agents on their own trajectories: SFT, RL over the agent and sandbox, value and reward models."""
 
 from datalyst.train._convert import adapter_to_gguf, lora_from_gguf
-from datalyst.train._data import Example, read_examples
-from datalyst.train._hrm import HRMConfig, RewardModel, load_hrm, train_hrm
+from datalyst.train._data import read_examples
+from datalyst.train._hrm import HRMConfig, load_hrm, train_hrm
 from datalyst.train._package import package_adapter
 from datalyst.train._policy import LoraOptions, load_policy
-from datalyst.train._rl import RLConfig, RLResult, train_rl
-from datalyst.train._sft import SFTConfig, SFTResult, train_sft
+from datalyst.train._rl import RLConfig, train_rl
+from datalyst.train._sft import SFTConfig, train_sft
 from datalyst.train._value import (
-    Judged,
     ScorerResult,
-    ValueCheck,
     ValueConfig,
     ValueExample,
     ValueModel,
@@ -27,17 +25,11 @@ from datalyst.train._value import (
 )
 
 __all__ = [
-    "Example",
     "HRMConfig",
-    "Judged",
     "LoraOptions",
     "RLConfig",
-    "RLResult",
-    "RewardModel",
     "SFTConfig",
-    "SFTResult",
     "ScorerResult",
-    "ValueCheck",
     "ValueConfig",
     "ValueExample",
     "ValueModel",

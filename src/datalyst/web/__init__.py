@@ -4,6 +4,6 @@ Model code runs only in the sandbox, never in the server; every request needs th
 """
 
 from datalyst.web._app import ServeConfig, create_app, listen
-from datalyst.web._security import is_loopback, new_token
+from datalyst.web._security import is_loopback
 
-__all__ = ["ServeConfig", "create_app", "is_loopback", "listen", "new_token"]
+__all__ = ["ServeConfig", "create_app", "is_loopback", "listen"]
