@@ -11,7 +11,6 @@ torch = pytest.importorskip("torch")
 from datalyst.errors import ConfigError  # noqa: E402
 from datalyst.train._losses import (  # noqa: E402
     group_advantages,
-    informative_groups,
     masked_mean,
     mixed_loss,
     policy_loss,
@@ -59,19 +58,6 @@ def test_group_advantages_of_pairs():
 def test_a_group_size_that_cannot_split_the_rewards_is_refused(group_size):
     with pytest.raises(ConfigError, match=f"group size {group_size}"):
         group_advantages(torch.zeros(4), group_size)
-    with pytest.raises(ConfigError, match=f"group size {group_size}"):
-        informative_groups(torch.zeros(4), group_size)
-
-
-def test_all_equal_groups_are_not_informative():
-    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0])
-    assert informative_groups(rewards, 4).tolist() == [True, False, False]
-
-
-def test_datamind_filters_on_correctness_not_on_the_shaped_reward():
-    # Two right answers of 256 and 640 tokens earn 1.0 and 0.75 under Eq. 8: they differ, but #correct = G.
-    assert informative_groups(torch.tensor([1.0, 0.75]), 2).tolist() == [True]
-    assert informative_groups(torch.tensor([1.0, 1.0]), 2).tolist() == [False]
 
 
 # Four one-token sequences, old log-probabilities 0, epsilon 0.2:

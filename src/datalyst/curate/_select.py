@@ -21,8 +21,6 @@ from datalyst.agent import Trajectory
 from datalyst.curate._judge import GROUND_TRUTH, GroupVerdict
 from datalyst.tasks import Task, extract_answers
 
-SELECT_REASONS = ("not_judged", "wrong_answer", "inconsistent", "not_chosen")
-
 
 class Strategy(StrEnum):
     CON_SELECT = "con-select"

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from datalyst.errors import ConfigError
 from datalyst.paths import benchmarks_dir
 from datalyst.tasks import Task, load_bird, load_dabench, load_humaneval, load_tablebench, read_tasks
 
-BenchName = Literal["dabench", "tablebench", "bird", "humaneval", "tasks"]
 BENCHES: tuple[str, ...] = ("dabench", "tablebench", "bird", "humaneval", "tasks")
 
 

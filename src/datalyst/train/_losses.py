@@ -49,16 +49,6 @@ def group_advantages(rewards: Tensor, group_size: int, *, scale: bool = True) ->
     return centred.reshape(-1)
 
 
-def informative_groups(rewards: Tensor, group_size: int) -> Tensor:
-    """One bool per group: False when every value in the group is the same (DAPO's dynamic sampling).
-
-    DataMind's test is on correctness, ``0 < #correct < G``: pass 1/0 correctness rather than Eq. 8's shaped
-    reward, under which two right answers of different lengths would differ.
-    """
-    grouped = _groups(rewards, group_size)
-    return (grouped != grouped[:, :1]).any(dim=1)
-
-
 def policy_loss(
     logprobs: Tensor,
     old_logprobs: Tensor,
