@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,6 +107,16 @@ def find_stop(text: str, stops: Sequence[str], start: int = 0) -> tuple[int, str
     """Where the first stop string in ``text`` (looking from ``start``) ends, and which one it is, or None."""
     found = [(index + len(stop), stop) for stop in stops if stop and (index := text.find(stop, start)) >= 0]
     return min(found, default=None)
+
+
+class AsyncClosing:
+    """``async with model:`` closes the model (its ``aclose``) when the block ends."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 @runtime_checkable

@@ -24,13 +24,13 @@ import logging
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.files import write_atomic
-from datalyst.llm._base import ChatMessage, ChatModel, Completion, SamplingParams
+from datalyst.llm._base import AsyncClosing, ChatMessage, ChatModel, Completion, SamplingParams
 from datalyst.llm._embedded import EmbeddedModel, adapter_path, get_model
 from datalyst.llm._spec import ModelKind, ModelSpec
 
@@ -58,7 +58,7 @@ def is_cacheable(params: SamplingParams) -> bool:
     return params.temperature == 0 or params.seed is not None
 
 
-class CachedModel:
+class CachedModel(AsyncClosing):
     """``inner`` with completions of reproducible requests stored under ``cache_dir``.
 
     Concurrent identical requests in one event loop ask ``inner`` once; the others wait and read the entry.
@@ -114,12 +114,6 @@ class CachedModel:
     async def aclose(self) -> None:
         """Close ``inner``."""
         await self.inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def path_for(self, key: str) -> Path:
         return self.cache_dir / key[:2] / f"{key}.json"

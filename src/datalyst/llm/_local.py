@@ -18,10 +18,9 @@ import threading
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
 
 from datalyst.errors import ModelUnavailable
-from datalyst.llm._base import ChatMessage, Completion, Role, SamplingParams, TokenLogprob
+from datalyst.llm._base import AsyncClosing, ChatMessage, Completion, Role, SamplingParams, TokenLogprob
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._tokenizer import LocalTokenizer
 
@@ -48,7 +47,7 @@ def file_signature(path: Path) -> bytes:
         raise ModelUnavailable(f"model file {path} cannot be read ({exc}); check its permissions") from exc
 
 
-class LocalModel:
+class LocalModel(AsyncClosing):
     """Base of the llama.cpp and transformers backends; subclasses implement the four hooks below."""
 
     spec: str
@@ -139,12 +138,6 @@ class LocalModel:
         with self._thread_lock:
             if self._is_loaded():
                 self._release()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def _loop_lock(self) -> asyncio.Lock:
         """This event loop's queue for the model (callers wait here, not in worker threads)."""

@@ -20,14 +20,14 @@ import os
 import re
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import Any, Self, TypeGuard
+from typing import Any, TypeGuard
 
 import openai
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable, first_problem
-from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
+from datalyst.llm._base import AsyncClosing, ChatMessage, Completion, SamplingParams, TokenLogprob
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._spec import ModelKind, ModelSpec
 
@@ -45,7 +45,7 @@ _CONTEXT_OVERFLOW = re.compile(
 )
 
 
-class OpenAIModel:
+class OpenAIModel(AsyncClosing):
     """A model served over the OpenAI chat-completions API, with at most ``max_concurrency`` requests in flight.
 
     ``api_key`` defaults to ``$DATALYST_API_KEY``, else ``$OPENAI_API_KEY``, else ``"EMPTY"`` (enough for
@@ -125,12 +125,6 @@ class OpenAIModel:
     async def aclose(self) -> None:
         """Close the HTTP connections."""
         await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _request(
         self, wire: list[dict[str, str]], params: SamplingParams, n: int, seed_offset: int

@@ -15,13 +15,12 @@ import re
 from collections.abc import Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Self
 
 from pydantic import ValidationError
 
 from datalyst.errors import ModelResponseError, ModelUnavailable
 from datalyst.jsonl import split_lines
-from datalyst.llm._base import ChatMessage, Completion, SamplingParams, TokenLogprob
+from datalyst.llm._base import AsyncClosing, ChatMessage, Completion, SamplingParams, TokenLogprob
 from datalyst.llm._spec import ModelSpec
 from datalyst.llm._streaming import text_sink
 
@@ -30,7 +29,7 @@ __all__ = ["ReplayModel"]
 _WORD = re.compile(r"\S+")
 
 
-class ReplayModel:
+class ReplayModel(AsyncClosing):
     """Returns ``outputs`` in order, ``params.n`` per call, after ``latency_s`` seconds.
 
     With ``per_turn=True`` the outputs are a script for *every* conversation: a call gets the output whose
@@ -112,12 +111,6 @@ class ReplayModel:
 
     async def aclose(self) -> None:
         """Nothing to release."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 def _as_completion(item: str | Completion) -> Completion:
