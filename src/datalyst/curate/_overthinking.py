@@ -122,12 +122,12 @@ def score_segments(segments: Sequence[str]) -> Overthinking:
         tokens = _WORD.findall(lowered)
         words += len(tokens)
         sentences = [
-            _shingles(sentence)
+            set(_shingle_list(sentence))
             for sentence in (_WORD.findall(part) for part in _SENTENCE.split(lowered))
             if len(sentence) >= MIN_HYPOTHESIS_WORDS
         ]
         hypotheses += len(sentences)
-        repeats += sum(any(_jaccard(s, old) >= REPEAT_JACCARD for old in earlier) for s in sentences)
+        repeats += sum(any(len(s & old) / len(s | old) >= REPEAT_JACCARD for old in earlier) for s in sentences)
         earlier.extend(sentences)
         run = 0
         for shingle in _shingle_list(tokens):
@@ -146,14 +146,6 @@ def score_segments(segments: Sequence[str]) -> Overthinking:
 
 def _shingle_list(tokens: Sequence[str]) -> list[tuple[str, ...]]:
     return [tuple(tokens[i : i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1)]
-
-
-def _shingles(tokens: Sequence[str]) -> set[tuple[str, ...]]:
-    return set(_shingle_list(tokens))
-
-
-def _jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
-    return len(a & b) / len(a | b)
 
 
 def sample_by_overthinking(

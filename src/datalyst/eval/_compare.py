@@ -119,7 +119,7 @@ def compare_runs(
         pairs = [(dialects_a[0], dialects_b[0])]
     if not pairs:
         raise ConfigError(f"{run_a} and {run_b} share no dialect ({dialects_a} vs {dialects_b}); nothing to compare")
-    tasks = _tasks(run_a, run_b) if by is not None else {}
+    tasks = {task.id: task for run in (run_a, run_b) for task in run_tasks(run)} if by is not None else {}
     compared = []
     for dialect_a, dialect_b in pairs:
         ids_a, matrix_a = score_matrix([v for v in outcomes_a if v.dialect == dialect_a])
@@ -146,11 +146,6 @@ def compare_runs(
             )
         )
     return Comparison(run_a=str(run_a), run_b=str(run_b), by=by, dialects=compared)
-
-
-def _tasks(run_a: str | Path, run_b: str | Path) -> dict[str, Task]:
-    """Both runs' tasks by id."""
-    return {task.id: task for run in (run_a, run_b) for task in run_tasks(run)}
 
 
 def _groups(task_ids: list[str], tasks: dict[str, Task], by: GroupBy) -> dict[str, list[int]]:

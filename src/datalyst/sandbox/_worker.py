@@ -92,12 +92,6 @@ def _scan(root: str = ".") -> dict[str, tuple[int, int]]:
     return found
 
 
-def _format_traceback(exc: BaseException, tb: Any) -> str:
-    """The traceback a notebook would show, minus this module's frames, with the host's installation folders
-    named ``<python>`` and ``<site-packages>``; deep stacks keep both ends."""
-    return _hide_installation(_frames_text(exc, tb))
-
-
 def _hide_installation(text: str) -> str:
     for path, label in _INSTALLED:
         text = text.replace(f'File "{path}/', f'File "{label}/')
@@ -189,7 +183,7 @@ class Kernel:
         tb = exc.__traceback__
         for _ in range(skip_frames):
             tb = tb.tb_next if tb is not None else None
-        text = _format_traceback(exc, tb)
+        text = _hide_installation(_frames_text(exc, tb))
         error = _error_reply(exc)
         error["traceback"] = clip_middle(text, self.max_output_chars)
         if isinstance(exc, ModuleNotFoundError) and exc.name:

@@ -61,10 +61,6 @@ def finish_run(out: Path, config: BaseModel, result: BaseModel, **fields: Any) -
     write_atomic(manifest_path(out / "train"), json.dumps(manifest, indent=2))
 
 
-def checkpoint_dir(out: Path, step: int) -> Path:
-    return out / "checkpoints" / f"step-{step:06d}"
-
-
 def latest_checkpoint(out: Path) -> Path | None:
     """The newest complete checkpoint in run folder ``out``, or None."""
     complete = sorted(path.parent for path in (out / "checkpoints").glob(f"step-*/{STATE}"))
@@ -77,7 +73,7 @@ def save_checkpoint(
     """Save the state after ``step`` optimizer steps and drop all but the newest ``KEEP`` checkpoints."""
     from safetensors.torch import save_file
 
-    folder = checkpoint_dir(out, step)
+    folder = out / "checkpoints" / f"step-{step:06d}"
     folder.mkdir(parents=True, exist_ok=True)
     runtime.torch.save(runtime.random_state(), folder / f"random-{runtime.rank}.pt")
     if runtime.sharded_optimizer:
