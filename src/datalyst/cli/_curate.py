@@ -178,8 +178,7 @@ def expert_command(
     folder = RunFolder(out)
     folder.start(config)
     console.print(f"[dim]{len(playable)} tasks ({len(skipped)} without a usable solution) · {dialect} · {out}[/]")
-    expert = ExpertAgent(agent, options)
-    summary = asyncio.run(rollout(playable, expert, folder.samples, concurrency=concurrency))
+    summary = asyncio.run(rollout(playable, ExpertAgent(agent, options), folder.samples, concurrency=concurrency))
     ends = ", ".join(f"{count} {name}" for name, count in sorted(summary.terminations.items()))
     console.print(f"wrote {summary.written} trajectories ({ends or 'none'}), {summary.skipped} done before")
 

@@ -87,8 +87,7 @@ def run_command(
     console.print(f"[dim]model {config.model} · {dialects} · {config.trials} trials · run folder {out}[/]")
     tasks = prepare_run(config, out)  # checks the benchmark and the folder before the model loads
     console.print(f"[dim]{len(tasks)} tasks x {config.trials} trials x {len(config.dialects)} dialects[/]")
-    report = asyncio.run(_run(config, out, shard=slice_))
-    print(render_markdown(report))
+    print(render_markdown(asyncio.run(_run(config, out, shard=slice_))))
     console.print(f"[dim]Reports in {out}: report.json, report.md, chart.png, failures/[/]")
 
 

@@ -249,8 +249,7 @@ def _pairs(flag: str, items: Sequence[str]) -> dict[str, str]:
 
 def _first_sentence(docstring: str) -> str:
     """A field's help: the first sentence of its docstring (the rest says why, for readers of the code)."""
-    text = " ".join(docstring.replace("``", "`").split())
-    return re.split(r"(?<=\.)\s+(?=[A-Z])", text, maxsplit=1)[0]
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", " ".join(docstring.replace("``", "`").split()), maxsplit=1)[0]
 
 
 def _nested_model(annotation: Any) -> type[BaseModel] | None:

@@ -68,8 +68,7 @@ def files_command(
 ) -> None:
     """Collect usable tables from ROOTS: load every data file, filter, de-duplicate and drop benchmark tables."""
     console = Console(stderr=True, highlight=False)
-    tasks = [] if no_decontaminate else _benchmark_tasks(against, console)
-    benchmarks = benchmark_fingerprints(tasks)
+    benchmarks = benchmark_fingerprints([] if no_decontaminate else _benchmark_tasks(against, console))
     if benchmarks:
         console.print(f"[dim]decontaminating against {len(benchmarks)} benchmark tables[/]")
     funnel = collect_files(roots, out, options=options, benchmarks=benchmarks, converted_dir=converted_dir)
@@ -88,8 +87,7 @@ def templates_command(
     allow_unisolated: AllowUnisolated = False,
 ) -> None:
     """Make tasks with verified answers: every template on every table, each solution run in the sandbox."""
-    summary = make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated)
-    _print_summary(summary)
+    _print_summary(make_template_tasks(files, out, options=options, require_isolation=not allow_unisolated))
 
 
 @config_command(synth_app, "sql", SqlOptions)

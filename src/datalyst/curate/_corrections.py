@@ -73,8 +73,7 @@ class CorrectingAgent(Agent):
         programs = sum(t.kind == ActionKind.ANSWER for t in state.turns)
         if failing is None or programs > self.options.rounds:
             return state
-        why = await explain_failure(self.guide, task, program, *failing)
-        turn.observation = feedback(*failing, why)
+        turn.observation = feedback(*failing, await explain_failure(self.guide, task, program, *failing))
         message = ChatMessage(role=Role.USER, content=self.dialect.observation(turn.observation))
         trajectory = state.trajectory.model_copy(update={"answer": None, "termination": Termination.MAX_TURNS})
         return dataclasses.replace(state, trajectory=trajectory, messages=(*state.messages, message), done=False)

@@ -66,8 +66,7 @@ def statements(code: str) -> list[ast.stmt]:
 
 
 def statement_source(code: str, stmt: ast.stmt) -> str:
-    lines = code.splitlines()
-    return "\n".join(lines[stmt.lineno - 1 : stmt.end_lineno])
+    return "\n".join(code.splitlines()[stmt.lineno - 1 : stmt.end_lineno])
 
 
 def bound_names(stmt: ast.stmt) -> set[str]:
@@ -210,8 +209,7 @@ def missing_import(cell: Cell, facts: Facts, rng: Random) -> Mistake | None:
         return None
     index, stmt, name = rng.choice(options)
     lines = cell.code.splitlines()
-    kept = lines[: stmt.lineno - 1] + lines[stmt.end_lineno :]
-    code = "\n".join(kept).strip("\n")
+    code = "\n".join(lines[: stmt.lineno - 1] + lines[stmt.end_lineno :]).strip("\n")
     line = statement_source(cell.code, stmt).strip()
     cause = rng.choice(
         (

@@ -131,8 +131,7 @@ def compare_runs(
         rows_b = matrix_b[[ids_b.index(i) for i in shared]]
         groups = {}
         if by is not None:
-            members = _groups(shared, tasks, by)
-            for name, indices in members.items():
+            for name, indices in _groups(shared, tasks, by).items():
                 a, b = rows_a[indices].mean(axis=1), rows_b[indices].mean(axis=1)
                 groups[name] = GroupComparison(n_tasks=len(indices), pass_at_1=paired_difference(a, b, seed=seed))
         compared.append(
@@ -162,8 +161,7 @@ def paired_difference(a: np.ndarray, b: np.ndarray, *, seed: int = 0) -> Differe
     """The mean of ``b - a`` per task, its bootstrap interval, and a sign-flip permutation p-value."""
     diffs = b - a
     observed = abs(diffs.mean())
-    rng = np.random.default_rng(seed)
-    signs = rng.choice((-1.0, 1.0), size=(PERMUTATIONS, diffs.size))
+    signs = np.random.default_rng(seed).choice((-1.0, 1.0), size=(PERMUTATIONS, diffs.size))
     extreme = np.count_nonzero(np.abs((signs * diffs).mean(axis=1)) >= observed - 1e-12)
     return Difference(
         a=float(a.mean()),

@@ -113,8 +113,7 @@ def bootstrap(per_task: np.ndarray, *, seed: int = 0) -> Estimate:
     """The mean of ``per_task`` and its percentile interval over resampled task sets."""
     if per_task.size == 0:
         return Estimate(value=0.0, low=0.0, high=0.0)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, per_task.size, size=(BOOTSTRAP_SAMPLES, per_task.size))
+    picks = np.random.default_rng(seed).integers(0, per_task.size, size=(BOOTSTRAP_SAMPLES, per_task.size))
     means = per_task[picks].mean(axis=1)
     tail = 100 * (1 - CONFIDENCE) / 2
     return Estimate(

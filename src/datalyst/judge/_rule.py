@@ -228,8 +228,7 @@ def _list_candidates(text: str) -> list[list[str]]:
         body = body[1:-1]
     candidates = []
     if "\n" in body or ";" in body:
-        lines = body.replace(";", "\n").split("\n")
-        candidates.append([_unbullet(line) for line in lines if line.strip()])
+        candidates.append([_unbullet(line) for line in body.replace(";", "\n").split("\n") if line.strip()])
     candidates.append(body.split(", "))
     if "," in body:
         candidates.append(body.split(","))

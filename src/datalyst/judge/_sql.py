@@ -87,8 +87,7 @@ def extract_sql(answer: str) -> str:
     Surrounding spaces and trailing semicolons are dropped; an answer without SQL gives ``""``.
     """
     blocks = _SQL_FENCE.findall(answer) or _ANY_FENCE.findall(answer)
-    text = blocks[-1] if blocks else answer
-    return text.strip().rstrip(";").strip()
+    return (blocks[-1] if blocks else answer).strip().rstrip(";").strip()
 
 
 def _authorizer(refusals: list[str]) -> Callable[..., int]:

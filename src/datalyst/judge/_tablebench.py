@@ -366,8 +366,7 @@ def score_tablebench(
         exact_rows = [*by_type["FactChecking"], *by_type["NumericalReasoning"], *analysis["EM"]]
         overall_em = (_em(exact_rows), len(exact_rows))
 
-    passed = _flags(charts, "parsed_prediction").count(True)
-    fraction = passed / len(charts) if charts else 0.0
+    fraction = _flags(charts, "parsed_prediction").count(True) / len(charts) if charts else 0.0
     official = _weighted([overall_em, error_part, rouge_part, (fraction, len(charts))])
     corrected = _weighted([overall_em, error_part, rouge_part, (round(fraction * 100, DIGITS), len(charts))])
     overall = TableBenchOverall(

@@ -353,8 +353,7 @@ def _pip_reason(output: str) -> str:
         return "pip could not connect to the package index"
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
-    reason = (errors or lines or ["pip failed without a message"])[-1]
-    return reason.removeprefix("ERROR:").strip().rstrip(".")
+    return (errors or lines or ["pip failed without a message"])[-1].removeprefix("ERROR:").strip().rstrip(".")
 
 
 @contextlib.contextmanager

@@ -195,8 +195,7 @@ class LlamaCppModel(LocalModel):
         prompt, ids = self._score_request(messages, continuation)
         if not ids:
             return self._scored(prompt, continuation, ids, [])
-        job = Job(prompt, SamplingParams(max_tokens=1), None, cancelled, score=ids)
-        (values,) = await self._run([job])
+        (values,) = await self._run([Job(prompt, SamplingParams(max_tokens=1), None, cancelled, score=ids)])
         return self._scored(prompt, continuation, ids, values)
 
     async def _run(self, jobs: list[Job]) -> list[Any]:

@@ -41,8 +41,7 @@ def llama_cpp_source() -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{release}-", dir=target.parent) as work:
-        archive = _download(release, Path(work))
-        extracted = _extract(archive, Path(work) / "tree")
+        extracted = _extract(_download(release, Path(work)), Path(work) / "tree")
         try:
             extracted.rename(target)
         except OSError:

@@ -104,8 +104,7 @@ def _preload() -> None:
         import matplotlib.pyplot as plt
         import pandas as pd
 
-        df = pd.read_csv(io.StringIO("a,b\n1,x\n2,y\n"))
-        repr(df.describe(include="all"))
+        repr(pd.read_csv(io.StringIO("a,b\n1,x\n2,y\n")).describe(include="all"))
         fig = plt.figure()
         plt.plot([1, 2], [3, 4])
         fig.savefig(io.BytesIO(), format="png")
@@ -188,8 +187,7 @@ def _run_worker(
         iso.clean_environment(spec.workdir)
         os.chdir(spec.workdir)
         sys.path[:0] = spec.python_path
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
         if isolated:
@@ -206,8 +204,7 @@ def _run_worker(
         os.write(status, _line({"setup_error": f"{type(exc).__name__}: {exc}"}))
         os._exit(70)
     try:
-        sock = socket.socket(fileno=ctrl)
-        serve(sock, spec, private_tmp=isolated)
+        serve(socket.socket(fileno=ctrl), spec, private_tmp=isolated)
     finally:
         os._exit(0)
 

@@ -375,6 +375,5 @@ def describe_exit(wait_status: int | None) -> str:
     if wait_status is None:
         return "the worker was killed"
     if os.WIFSIGNALED(wait_status):
-        sig = os.WTERMSIG(wait_status)
-        return f"the worker was killed by signal {signal.Signals(sig).name}"
+        return f"the worker was killed by signal {signal.Signals(os.WTERMSIG(wait_status)).name}"
     return f"the worker exited with code {os.WEXITSTATUS(wait_status)}"

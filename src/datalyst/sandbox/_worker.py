@@ -151,8 +151,7 @@ class Kernel:
                 os.close(saved_fds[1])
         result: dict[str, Any] = {"error": error}
         if not quiet:
-            after = _scan()
-            changed = [path for path, sig in after.items() if before.get(path) != sig]
+            changed = [path for path, sig in _scan().items() if before.get(path) != sig]
             result["files"] = sorted(set(changed) | set(figures))[:MAX_REPORTED_FILES]
         return result
 
@@ -218,8 +217,7 @@ def run_sql(request: dict[str, Any], data_files: Sequence[str] = ()) -> dict[str
     """Run one query on a read-only SQLite file; save all rows as CSV, return a preview. An ``output_path``
     that resolves outside the work folder or onto one of ``data_files`` (real paths) is refused: the host
     checks the name too, but only here, inside the jail, are the folder's links what they will be."""
-    started = time.monotonic()
-    deadline = started + float(request["timeout_s"])
+    deadline = time.monotonic() + float(request["timeout_s"])
     result: dict[str, Any] = {"columns": [], "n_rows": 0, "preview": "", "output_path": None}
     output_path = request.get("output_path")
     if output_path and (problem := output_path_problem(os.getcwd(), output_path, list(data_files))):

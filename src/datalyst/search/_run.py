@@ -113,8 +113,7 @@ def tree_trajectory(tree: Tree) -> Trajectory:
     else:
         best = max((node for node in tree.candidates() if answers_agree(node.answer or "", decided)),
                    key=lambda node: node.q)  # fmt: skip
-    trajectory = tree.trajectory(best)
-    return trajectory.model_copy(update={"answer": decided, "duration_s": tree.cost.seconds})
+    return tree.trajectory(best).model_copy(update={"answer": decided, "duration_s": tree.cost.seconds})
 
 
 PATHS_PER_TREE = 1000

@@ -101,8 +101,7 @@ def _draft(family: str, category: str, level: str, question: str, constraints: s
 
 def _sentinel_generate(rng: np.random.Generator, domain: Domain, rows: int) -> pd.DataFrame:
     frame = _base(rng, domain, rows)
-    coded = rng.random(rows) < 0.08
-    frame.loc[coded, domain.measure] = -999
+    frame.loc[rng.random(rows) < 0.08, domain.measure] = -999
     return frame
 
 
@@ -293,8 +292,7 @@ def _simpson_generate(rng: np.random.Generator, domain: Domain, rows: int) -> pd
 def _simpson_detect(frame: pd.DataFrame, domain: Domain) -> bool:
     overall = frame.groupby("option")["success"].mean()
     within = frame.groupby(["severity", "option"])["success"].mean().unstack()
-    better_overall = overall.idxmax()
-    return bool((within.idxmax(axis=1) != better_overall).all())
+    return bool((within.idxmax(axis=1) != overall.idxmax()).all())
 
 
 def _simpson_drafts(domain: Domain) -> list[Draft]:
@@ -407,8 +405,7 @@ def _detect_sentinel(frame: pd.DataFrame, domain: Domain) -> bool:
 
 
 def _detect_outliers(frame: pd.DataFrame, domain: Domain) -> bool:
-    values = frame[domain.measure]
-    return bool((np.abs(stats.zscore(values)) > 4).sum() >= 3)
+    return bool((np.abs(stats.zscore(frame[domain.measure])) > 4).sum() >= 3)
 
 
 def _detect_duplicates(frame: pd.DataFrame, domain: Domain) -> bool:

@@ -143,8 +143,7 @@ def find_data_files(roots: Sequence[str | Path]) -> list[Path]:
     for root in map(Path, roots):
         if not root.exists():
             raise ConfigError(f"{root} does not exist; give folders or files to scan")
-        candidates = [root] if root.is_file() else root.rglob("*")
-        for path in candidates:
+        for path in [root] if root.is_file() else root.rglob("*"):
             relative = path.relative_to(root).parts if path != root else ()
             if path.is_file() and path.suffix.lower() in DATA_SUFFIXES and not any(p.startswith(".") for p in relative):
                 found.add(path.resolve())

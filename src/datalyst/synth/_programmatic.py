@@ -72,8 +72,7 @@ def _table_tasks(
     drafts: list[Draft] = []
     for name, (_, make) in sorted(TEMPLATES.items()):
         for attempt in range(options.drafts_per_template):
-            rng = random.Random(f"{options.seed}:{record.id}:{name}:{attempt}")
-            draft = make(columns, rng)
+            draft = make(columns, random.Random(f"{options.seed}:{record.id}:{name}:{attempt}"))
             if draft is not None and all(draft.question != other.question for other in drafts):
                 drafts.append(draft)
     if not drafts:

@@ -99,8 +99,7 @@ def make_query_tasks(
 
 
 async def _table_tasks(record: SourceFile, model: ChatModel, options: QueryOptions) -> tuple[list[Task], Counter[str]]:
-    rng = random.Random(f"{options.seed}:{record.id}")
-    categories = rng.sample(CATEGORIES, options.categories_per_table)
+    categories = random.Random(f"{options.seed}:{record.id}").sample(CATEGORIES, options.categories_per_table)
     description = record.info.render()
     chains = await asyncio.gather(*(_chain(model, description, category, options.rounds) for category in categories))
     rejected: Counter[str] = Counter()

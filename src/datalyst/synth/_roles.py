@@ -23,8 +23,7 @@ ID_NAME = re.compile(r"(^|[\W_])(id|index|row|rank|no|number|code|zip|fips|year)
 
 def as_words(name: str) -> str:
     """A column name as words: ``area_km2`` -> ``area km2``, ``TotalSales`` -> ``total sales``."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
-    text = re.sub(r"[_\s.]+", " ", spaced).strip()
+    text = re.sub(r"[_\s.]+", " ", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)).strip()
     return text if text.isupper() and len(text) <= 5 else text.lower()
 
 

@@ -119,8 +119,7 @@ def steps_per_epoch(count: int, batch_size: int) -> int:
 
 def step_batch(examples: Sequence[Example], step: int, *, batch_size: int, seed: int) -> list[Example]:
     """The examples of optimizer step ``step`` (from 0): epoch ``e`` walks a permutation seeded by (seed, e)."""
-    per_epoch = steps_per_epoch(len(examples), batch_size)
-    epoch, index = divmod(step, per_epoch)
+    epoch, index = divmod(step, steps_per_epoch(len(examples), batch_size))
     order = list(range(len(examples)))
     random.Random(f"{seed}:{epoch}").shuffle(order)
     return [examples[i] for i in order[index * batch_size : (index + 1) * batch_size]]

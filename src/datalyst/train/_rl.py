@@ -360,8 +360,7 @@ def expert_trajectories(run: str | None) -> dict[str, Trajectory]:
 def _logprobs(model: Any, example: Example, runtime: Runtime) -> Any:
     torch = runtime.torch
     ids = torch.tensor([example.input_ids])
-    labels = torch.tensor([example.labels])
-    return token_logprobs(model, ids, torch.ones_like(ids), labels)
+    return token_logprobs(model, ids, torch.ones_like(ids), torch.tensor([example.labels]))
 
 
 def _agent_config(config: RLConfig, step: int) -> AgentConfig:

@@ -206,8 +206,7 @@ class LoadedScorer:
         """Every output's score of the conversation ``messages``, by output name."""
         ids = tuple(encode(messages, self.tokenizer))
         with self._lock, torch.no_grad():
-            prefix = self._extend(ids)
-            scores = self.scorer.head(prefix.sums[-1:] / len(ids))[0].tolist()
+            scores = self.scorer.head(self._extend(ids).sums[-1:] / len(ids))[0].tolist()
         return dict(zip(self.card.outputs, scores, strict=True))
 
     def _extend(self, ids: tuple[int, ...]) -> _Prefix:
