@@ -70,7 +70,9 @@ def ask_command(
     config.sampling = config.sampling.model_copy(update={"temperature": temperature, "seed": seed})
     trajectory, runs_on = asyncio.run(_run(task, str(spec), config, console))
     if notebook is not None:
-        notebook.write_text(_notebook_json(trajectory))
+        import nbformat
+
+        notebook.write_text(nbformat.writes(to_notebook(trajectory)))
         console.print(f"[dim]Saved notebook to {notebook}[/]")
     if html is not None:
         html.write_text(to_html(trajectory))
@@ -141,9 +143,3 @@ def _show(turn: Turn) -> Group | Text | Panel:
     else:
         parts.append(Text(f"(turn {turn.index + 1}: no code and no answer)", style="yellow"))
     return Group(*parts)
-
-
-def _notebook_json(trajectory: Trajectory) -> str:
-    import nbformat
-
-    return nbformat.writes(to_notebook(trajectory))

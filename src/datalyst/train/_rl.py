@@ -192,7 +192,9 @@ def train_rl(
 
 async def _roll_out(model: ChatModel, policy: Any, tasks: list[Task], config: RLConfig, step: int) -> Collected:
     """The step's groups, sampled by ``model`` (closed afterwards unless it is the policy)."""
-    agent = Agent(model, _agent_config(config, step))
+    sampling = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+                              seed=config.seed * 1_000_003 + step)  # fmt: skip
+    agent = Agent(model, AgentConfig(dialect=config.dialect, sampling=sampling, max_turns=config.max_turns))
     try:
         return await collect(tasks, agent, group_size=config.group_size, wanted=config.prompts,
                              dynamic=config.algo != "grpo", concurrency=config.concurrency)  # fmt: skip
@@ -361,12 +363,6 @@ def _logprobs(model: Any, example: Example, runtime: Runtime) -> Any:
     torch = runtime.torch
     ids = torch.tensor([example.input_ids])
     return token_logprobs(model, ids, torch.ones_like(ids), torch.tensor([example.labels]))
-
-
-def _agent_config(config: RLConfig, step: int) -> AgentConfig:
-    sampling = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
-                              seed=config.seed * 1_000_003 + step)  # fmt: skip
-    return AgentConfig(dialect=config.dialect, sampling=sampling, max_turns=config.max_turns)
 
 
 def _rollout_figures(collected: Collected, rewards: Sequence[Sequence[float]]) -> dict[str, float]:
