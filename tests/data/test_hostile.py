@@ -110,9 +110,9 @@ def test_xlsx_with_entity_expansion(tmp_path: Path, workbook: Path) -> None:
 
 def test_csv_with_a_field_past_the_memory_limit(tmp_path: Path) -> None:
     path = tmp_path / "field.csv"
-    path.write_text("a,b\n1," + "x" * 150_000_000 + "\n")
-    line = refused(path, "needed more than the 256 MiB memory limit")
-    assert "set DATALYST_READ_MEMORY_MB=512 (now 256)" in line
+    path.write_text("a,b\n1," + "x" * 40_000_000 + "\n")
+    line = refused(path, "needed more than the 64 MiB memory limit", limits=ReadLimits(memory_mb=64))
+    assert "set DATALYST_READ_MEMORY_MB=128 (now 64)" in line
 
 
 def test_parquet_whose_footer_lies(tmp_path: Path) -> None:
