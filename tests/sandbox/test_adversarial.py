@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from datalyst.data import _reader
 from datalyst.sandbox import ExecResult, ForkServer, Limits, Sandbox
 
 MiB = 1024 * 1024
@@ -172,10 +173,12 @@ def forkserver_pids() -> list[int]:
 
 
 def server_processes() -> set[int]:
-    """The fork servers, with the disk maker each keeps for its whole life: what no sandbox owns."""
+    """The fork servers, with the disk maker each keeps for its whole life, and the data-file reader server (the
+    agent describes the files on the host): what no sandbox owns."""
     servers = forkserver_pids()
     makers = {pid for pid in host_pids() if int(_status(pid).get("PPid", 0)) in servers and _is_disk_maker(pid)}
-    return set(servers) | makers
+    reader = {_reader._server[0].pid} if _reader._server is not None else set()
+    return set(servers) | makers | reader
 
 
 def _is_disk_maker(pid: int) -> bool:
