@@ -95,6 +95,8 @@ async def aread(
     function: str, path: str | os.PathLike[str], *args: Any, limits: ReadLimits | None, **kwargs: Any
 ) -> Any:
     """:func:`read` for a coroutine: cancelling it stops the reader."""
+    if _here:
+        return _call(function, path, args, kwargs)
     reading = _Read(path, limits or ReadLimits.from_env())
     try:
         return await asyncio.to_thread(reading.run, function, args, kwargs)
