@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +28,9 @@ from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.sandbox import Limits, Sandbox
 from datalyst.synth._challenges import DOMAINS, FAMILIES, Domain, Family
 from datalyst.synth._fingerprint import fingerprint
-from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._stage import Made, TaskSummary, run_units
 from datalyst.synth._verify import CHECKS, verify
-from datalyst.tasks import Lineage, Task
+from datalyst.tasks import Lineage
 
 GENERATOR_VERSION = 1
 SOURCE = "synth:datasets"
@@ -82,17 +83,13 @@ def make_dataset_tasks(
     units = [DatasetUnit(family, index) for family in FAMILIES for index in range(options.per_family)]
     settings = {"stage": "datasets", "options": options.model_dump(), "version": GENERATOR_VERSION,
                 "model": model.spec if model is not None else None}  # fmt: skip
-    with asyncio.Runner() as runner:
-
-        def make(unit: DatasetUnit) -> tuple[list[Task], Counter[str]]:
-            return runner.run(_unit_tasks(unit, options, folder, model, require_isolation))
-
-        return run_units(units, out, make, checks=DATASET_CHECKS, settings=settings, progress=progress)
+    make = partial(_unit_tasks, options=options, folder=folder, model=model, require_isolation=require_isolation)
+    return run_units(units, out, make, checks=DATASET_CHECKS, settings=settings, progress=progress)
 
 
 async def _unit_tasks(
     unit: DatasetUnit, options: DatasetOptions, folder: Path, model: ChatModel | None, require_isolation: bool
-) -> tuple[list[Task], Counter[str]]:
+) -> Made:
     rng = np.random.default_rng([options.seed, FAMILIES.index(unit.family), unit.index])
     domain = DOMAINS[int(rng.integers(len(DOMAINS)))]
     rows = int(rng.integers(options.min_rows, options.max_rows + 1))

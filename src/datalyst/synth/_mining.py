@@ -20,6 +20,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from datalyst.synth._notebooks import (
     screen_notebook,
     syntax_tree,
 )
-from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._stage import Made, TaskSummary, run_units
 from datalyst.synth._verify import NUMBER
 from datalyst.tasks import Lineage, Task, extract_answers
 from datalyst.text import clip_middle
@@ -180,7 +181,7 @@ class _Asker:
 
 
 async def mine_notebook(screened: Screened, model: ChatModel, options: MiningOptions, *,
-                        require_isolation: bool = True) -> tuple[list[Task], Counter[str]]:  # fmt: skip
+                        require_isolation: bool = True) -> Made:  # fmt: skip
     """The tasks of one notebook, and what was dropped on the way by reason."""
     ask, outputs, dropped = _Asker(model, screened, options), screened.notebook.outputs, Counter[str]()
     rated = await ask("score")
@@ -389,9 +390,5 @@ def make_notebook_tasks(
     settings = {"stage": "notebooks", "roots": [str(Path(r).resolve()) for r in roots], "model": model.spec,
                 "options": options.model_dump(),
                 "version": GENERATOR_VERSION, "funnel": funnel.model_dump()}  # fmt: skip
-    with asyncio.Runner() as runner:
-
-        def make(screened: Screened) -> tuple[list[Task], Counter[str]]:
-            return runner.run(mine_notebook(screened, model, options, require_isolation=require_isolation))
-
-        return funnel, run_units(kept, out, make, checks=CHECKS, settings=settings, progress=progress)
+    make = partial(mine_notebook, model=model, options=options, require_isolation=require_isolation)
+    return funnel, run_units(kept, out, make, checks=CHECKS, settings=settings, progress=progress)

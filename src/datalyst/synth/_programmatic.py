@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from datalyst.sandbox import Limits, Sandbox
 from datalyst.synth._files import SourceFile, read_source_files
 from datalyst.synth._roles import load_code, roles
-from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._stage import Made, TaskSummary, run_units
 from datalyst.synth._templates import TEMPLATES, Draft
 from datalyst.synth._verify import CHECKS, near_duplicate, shingles, verify
 from datalyst.tasks import Lineage, Task
@@ -59,9 +59,7 @@ def make_template_tasks(
     )
 
 
-def _table_tasks(
-    record: SourceFile, *, options: TemplateOptions, require_isolation: bool
-) -> tuple[list[Task], Counter[str]]:
+def _table_tasks(record: SourceFile, *, options: TemplateOptions, require_isolation: bool) -> Made:
     """The verified tasks of one table, and the count of rejected drafts by check."""
     columns = roles(record)
     load = load_code(record)

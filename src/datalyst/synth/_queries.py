@@ -17,13 +17,14 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.synth._files import SourceFile, read_source_files
-from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._stage import Made, TaskSummary, run_units
 from datalyst.synth._verify import near_duplicate, shingles
 from datalyst.synth.taxonomy import CATEGORIES, Category
 from datalyst.tasks import Lineage, Task
@@ -86,19 +87,15 @@ def make_query_tasks(
         "version": GENERATOR_VERSION,
         "model": model.spec,
     }
-    with asyncio.Runner() as runner:
-
-        def make(record: SourceFile) -> tuple[list[Task], Counter[str]]:
-            return runner.run(_table_tasks(record, model, options))
-
-        records = read_source_files(files)
-        if options.sample is not None and options.sample < len(records):
-            chosen = set(random.Random(options.seed).sample(range(len(records)), options.sample))
-            records = [record for index, record in enumerate(records) if index in chosen]
-        return run_units(records, out, make, checks=CHECKS, settings=settings, progress=progress)
+    records = read_source_files(files)
+    if options.sample is not None and options.sample < len(records):
+        chosen = set(random.Random(options.seed).sample(range(len(records)), options.sample))
+        records = [record for index, record in enumerate(records) if index in chosen]
+    make = partial(_table_tasks, model=model, options=options)
+    return run_units(records, out, make, checks=CHECKS, settings=settings, progress=progress)
 
 
-async def _table_tasks(record: SourceFile, model: ChatModel, options: QueryOptions) -> tuple[list[Task], Counter[str]]:
+async def _table_tasks(record: SourceFile, model: ChatModel, options: QueryOptions) -> Made:
     categories = random.Random(f"{options.seed}:{record.id}").sample(CATEGORIES, options.categories_per_table)
     description = record.info.render()
     chains = await asyncio.gather(*(_chain(model, description, category, options.rounds) for category in categories))

@@ -16,7 +16,6 @@ yet solve.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import re
 from collections import Counter
@@ -27,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from datalyst.llm import ChatMessage, ChatModel, Role, SamplingParams
 from datalyst.synth._sequences import Sequence, draw_sequences, oeis_sequences
-from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._stage import Made, TaskSummary, run_units
 from datalyst.tasks import Case, Lineage, Task
 
 GENERATOR_VERSION = 1
@@ -172,18 +171,17 @@ def make_sequence_tasks(
         sequences = oeis_sequences(options.oeis, options.count, seed=options.seed)
     else:
         sequences = draw_sequences(options.count, seed=options.seed)
-    with asyncio.Runner() as runner:
 
-        def make(sequence: Sequence) -> tuple[list[Task], Counter[str]]:
-            problem = make_problem(sequence, random.Random(f"{options.seed}:{sequence.id}"), options.tests)
-            if guide is None:
-                return [problem_task(problem, seed=options.seed)], Counter()
-            try:
-                level, indexed = runner.run(guide_level(problem, guide))
-            except LookupError:
-                return [], Counter(no_guide_reply=1)
-            if level is None:
-                return [], Counter(ambiguous=1)
-            return [problem_task(problem, seed=options.seed, indexed=indexed, level=level)], Counter()
+    async def make(sequence: Sequence) -> Made:
+        problem = make_problem(sequence, random.Random(f"{options.seed}:{sequence.id}"), options.tests)
+        if guide is None:
+            return [problem_task(problem, seed=options.seed)], Counter()
+        try:
+            level, indexed = await guide_level(problem, guide)
+        except LookupError:
+            return [], Counter(no_guide_reply=1)
+        if level is None:
+            return [], Counter(ambiguous=1)
+        return [problem_task(problem, seed=options.seed, indexed=indexed, level=level)], Counter()
 
-        return run_units(sequences, out, make, checks=CHECKS, settings=settings, progress=progress)
+    return run_units(sequences, out, make, checks=CHECKS, settings=settings, progress=progress)

@@ -27,7 +27,7 @@ from datalyst.data import DataFileError, FileKind, load_table
 from datalyst.judge import gold_rows
 from datalyst.synth._files import SourceFile, read_source_files
 from datalyst.synth._roles import Column, Roles, roles
-from datalyst.synth._stage import TaskSummary, run_units
+from datalyst.synth._stage import Made, TaskSummary, run_units
 from datalyst.synth._templates import threshold_near_mean
 from datalyst.tasks import SQL_ANSWER_FORMAT, Lineage, Task
 
@@ -181,7 +181,7 @@ def make_sql_tasks(
     return run_units(read_source_files(files), out, tasks, checks=CHECKS, settings=settings, progress=progress)
 
 
-def _table_tasks(record: SourceFile, *, options: SqlOptions, folder: Path) -> tuple[list[Task], Counter[str]]:
+def _table_tasks(record: SourceFile, *, options: SqlOptions, folder: Path) -> Made:
     columns = roles(record)
     schemas = []
     if record.kind is FileKind.SQLITE:

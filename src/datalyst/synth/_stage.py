@@ -1,17 +1,18 @@
 """The loop every task-making stage shares: one unit (a table, a generated dataset) at a time, resumable.
 
-For each unit, in order, a stage's ``make`` function returns the unit's tasks and counts the drafts it
-rejected by check. A unit's tasks are appended together, then a line in ``<out>.progress.jsonl`` marks
-it done with how many it kept: a rerun skips done units and first cuts the output back to the tasks of
-done units (those of a unit cut off halfway come after them), so it ends as a run without the cut.
+For each unit, in order, a stage's ``make`` function returns the unit's tasks and counts the drafts it rejected by
+check (or a coroutine of them, run in the stage's one event loop). A unit's tasks are appended together, then a line in
+``<out>.progress.jsonl`` marks it done with how many it kept: a rerun skips done units and first cuts the output back
+to the tasks of done units (those of a unit cut off halfway come after them), so it ends as a run without the cut.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
@@ -30,6 +31,7 @@ class Unit(Protocol):
 
 
 U = TypeVar("U", bound=Unit)
+Made = tuple[list[Task], Counter[str]]
 
 
 class UnitProgress(BaseModel):
@@ -58,7 +60,7 @@ class TaskSummary(BaseModel):
 def run_units(
     units: Sequence[U],
     out: str | Path,
-    make: Callable[[U], tuple[list[Task], Counter[str]]],
+    make: Callable[[U], Made | Coroutine[Any, Any, Made]],
     *,
     checks: Sequence[str],
     settings: dict[str, object],
@@ -75,9 +77,11 @@ def run_units(
     write_manifest(out, **settings)
     todo = [unit for unit in units if unit.id not in done]
     console = Console(stderr=True)
-    with out.open("a", encoding="utf-8") as sink, progress_path.open("a", encoding="utf-8") as marks:
+    runner = asyncio.Runner()  # one event loop for every coroutine the stage's units make
+    with runner, out.open("a", encoding="utf-8") as sink, progress_path.open("a", encoding="utf-8") as marks:
         for unit in track(todo, description="units", console=console, disable=not progress):
-            tasks, rejected = make(unit)
+            made = make(unit)
+            tasks, rejected = runner.run(made) if asyncio.iscoroutine(made) else made
             sink.write("".join(task.model_dump_json(exclude_defaults=True) + "\n" for task in tasks))
             sink.flush()
             entry = UnitProgress(id=unit.id, kept=len(tasks), rejected=dict(sorted(rejected.items())))
