@@ -1,6 +1,8 @@
-"""Head-and-tail clipping of long output, shared by every package that shows output to a model or a person."""
+"""Text shared by every package that shows output to a model or a person: head-and-tail clipping, Markdown tables."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 
 def clip_middle(text: str, max_length: int, unit: str = "characters") -> str:
@@ -18,3 +20,9 @@ def clip_middle(text: str, max_length: int, unit: str = "characters") -> str:
 def cut_note(count: int, unit: str) -> str:
     """The line that stands where ``count`` units of text were cut out (also for clippers that stream)."""
     return f"\n... [{count} {unit} cut] ...\n"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """The lines of a Markdown table: the header, the rule under it, then one line per row (cells as ``str``)."""
+    lines = ["| " + " | ".join(map(str, cells)) + " |" for cells in (header, *rows)]
+    return [lines[0], "|" + "---|" * len(header), *lines[1:]]

@@ -27,6 +27,7 @@ from datalyst.files import save_figure, write_atomic
 from datalyst.jsonl import read_appended
 from datalyst.provenance import read_manifest
 from datalyst.tasks import Task
+from datalyst.text import markdown_table
 
 _FIX = "run `datalyst curate filter` again"
 
@@ -187,19 +188,18 @@ def render_curation(report: CurationReport) -> str:
         lines += [f"- ground-truth yield: {_percent(report.ground_truth_yield)}",
                   f"- consistency yield: {_percent(report.consistency_yield)}",
                   f"- rescued by reflection: {report.judge.rescued}", ""]  # fmt: skip
-    lines += ["| stage | kept | dropped |", "|---|---|---|"]
-    lines += [f"| {s.stage} | {s.kept} | {', '.join(f'{r} {n}' for r, n in s.dropped.items()) or '-'} |"
-              for s in report.funnel]  # fmt: skip
+    stages = [(s.stage, s.kept, ", ".join(f"{r} {n}" for r, n in s.dropped.items()) or "-") for s in report.funnel]
+    lines += markdown_table(["stage", "kept", "dropped"], stages)
     for name, counts in report.mix.items():
         lines += ["", f"**{name}**: " + ", ".join(f"{key} {n}" for key, n in counts.items())]
-    lines += ["", "| length | mean | median | p90 | max |", "|---|---|---|---|---|"]
-    lines += [f"| {name} | {s.mean} | {s.median} | {s.p90} | {s.max} |" for name, s in report.lengths.items()]
+    lengths = [(name, s.mean, s.median, s.p90, s.max) for name, s in report.lengths.items()]
+    lines += ["", *markdown_table(["length", "mean", "median", "p90", "max"], lengths)]
     lines += ["", f"{report.recovered} of the {report.kept} kept reached their answer after a failing cell."]
     if report.spent is not None:
         spent, each = report.spent, report.spent.per_kept
-        lines += ["", "| spent | in all | per kept trajectory |", "|---|---|---|"]
-        lines += [f"| {name.replace('_', ' ')} | {value:,} | {each.get(name, '-')} |"
-                  for name, value in spent.model_dump(exclude={"per_kept"}).items()]  # fmt: skip
+        rows = [(name.replace("_", " "), f"{value:,}", each.get(name, "-"))
+                for name, value in spent.model_dump(exclude={"per_kept"}).items()]  # fmt: skip
+        lines += ["", *markdown_table(["spent", "in all", "per kept trajectory"], rows)]
     return "\n".join(lines) + "\n"
 
 

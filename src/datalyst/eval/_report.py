@@ -18,6 +18,7 @@ from datalyst.judge import score_responses, score_tablebench, tablebench_predict
 from datalyst.provenance import git_revision, short_revision
 from datalyst.search import Cost
 from datalyst.tasks import Task
+from datalyst.text import markdown_table
 
 SCHEMA_VERSION = 2
 LEVELS = ("easy", "simple", "medium", "moderate", "hard", "challenging")
@@ -273,34 +274,23 @@ def render_markdown(report: EvalReport) -> str:
         groups = list(dict.fromkeys(name for d in report.dialects for name in getattr(d, attribute)))
         if not groups or (attribute == "by_format" and len(groups) == 1):
             continue
-        lines += [
-            "",
-            f"## pass@1 by {title}",
-            "",
-            "| " + title + " | n | " + " | ".join(d.dialect for d in report.dialects) + " |",
-            "|---|---|" + "---|" * len(report.dialects),
-        ]
+        rows = []
         for group in groups:
             cells = [getattr(d, attribute).get(group) for d in report.dialects]
             n = next(c.n_tasks for c in cells if c is not None)
-            lines.append(
-                f"| {group} | {n} | " + " | ".join(f"{100 * c.pass_at_1.value:.1f}" if c else "" for c in cells) + " |"
-            )
+            rows.append([group, n, *(f"{100 * c.pass_at_1.value:.1f}" if c else "" for c in cells)])
+        header = [title, "n", *(d.dialect for d in report.dialects)]
+        lines += ["", f"## pass@1 by {title}", "", *markdown_table(header, rows)]
     if any(d.dabench for d in report.dialects):
         lines += _dabench_markdown(report)
     if any(d.tablebench_official for d in report.dialects):
         names = list(dict.fromkeys(name for d in report.dialects for name in d.tablebench_official or {}))
-        lines += [
-            "",
-            "## TableBench metrics (official rules, mean over trials)",
-            "",
-            "| dialect | " + " | ".join(names) + " |",
-            "|---|" + "---|" * len(names),
+        rows = [
+            [d.dialect, *(f"{(d.tablebench_official or {}).get(n, 0.0):.2f}" for n in names)] for d in report.dialects
         ]
-        for d in report.dialects:
-            values = d.tablebench_official or {}
-            lines.append(f"| {d.dialect} | " + " | ".join(f"{values.get(n, 0.0):.2f}" for n in names) + " |")
-        lines += ["", "Unanswered questions count as wrong; chart questions are not part of these runs."]
+        table = markdown_table(["dialect", *names], rows)
+        lines += ["", "## TableBench metrics (official rules, mean over trials)", "", *table, ""]
+        lines += ["Unanswered questions count as wrong; chart questions are not part of these runs."]
     if any(d.humaneval_official for d in report.dialects):
         lines += ["", "## HumanEval (official unbiased pass@k over the trials)", ""]
         for d in report.dialects:
@@ -326,26 +316,18 @@ def _strategy(config: EvalConfig) -> str:
 
 def _dabench_markdown(report: EvalReport) -> list[str]:
     k = report.config.trials
-    rows = [(d.dialect, name, figures) for d in report.dialects for name, figures in (d.dabench or {}).items()]
-    lines = [
-        "",
-        "## DABench (mean over trials)",
-        "",
-        f"| dialect | responses | pass@1 |{f' pass@{k} |' if k > 1 else ''}",
-        "|---|---|---|" + ("---|" if k > 1 else ""),
+    rows = [
+        (d.dialect, RESPONSES[name], figures) for d in report.dialects for name, figures in (d.dabench or {}).items()
     ]
-    for dialect, name, figures in rows:
-        at_k = f" {figures.rates.pass_at_k} |" if k > 1 else ""
-        lines.append(f"| {dialect} | {RESPONSES[name]} | {figures.rates.pass_at_1} |{at_k}")
-    lines += ["", "| dialect | responses | view | " + " | ".join(DABENCH_METRICS) + " |", "|---|---|---|---|---|---|"]
-    for dialect, name, figures in rows:
-        for view in ("official", "strict"):
-            values = getattr(figures, view)
-            lines.append(
-                f"| {dialect} | {RESPONSES[name]} | {view} | "
-                + " | ".join(f"{values[m]:.4f}" for m in DABENCH_METRICS)
-                + " |"
-            )
+    at_k = [f"pass@{k}"] if k > 1 else []
+    rates = [(dialect, name, f.rates.pass_at_1, *([f.rates.pass_at_k] if k > 1 else [])) for dialect, name, f in rows]
+    lines = ["", "## DABench (mean over trials)", "", *markdown_table(["dialect", "responses", "pass@1", *at_k], rates)]
+    views = [
+        (dialect, name, view, *(f"{getattr(f, view)[m]:.4f}" for m in DABENCH_METRICS))
+        for dialect, name, f in rows
+        for view in ("official", "strict")
+    ]
+    lines += ["", *markdown_table(["dialect", "responses", "view", *DABENCH_METRICS], views)]
     reformatter = report.config.reformat_model
     how = (
         f"reformatted answers were rewritten into each question's format by {reformatter} before scoring, "

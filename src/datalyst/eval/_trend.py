@@ -12,6 +12,7 @@ from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval._metrics import Estimate
 from datalyst.eval._report import EvalReport
 from datalyst.files import save_figure
+from datalyst.text import markdown_table
 
 
 class TrendPoint(BaseModel):
@@ -42,11 +43,11 @@ def read_trend(runs: Sequence[str | Path], labels: Sequence[str] = (), dialect: 
 
 
 def render_trend(points: Sequence[TrendPoint]) -> str:
-    lines = ["| run | tasks | pass@1 (95% interval) | answered |", "|---|---|---|---|"]
-    for p in points:
-        rate = f"{100 * p.pass_at_1.value:.1f} [{100 * p.pass_at_1.low:.1f}, {100 * p.pass_at_1.high:.1f}]"
-        lines.append(f"| {p.label} | {p.n_tasks} | {rate} | {100 * p.answered:.1f} |")
-    return "\n".join(lines)
+    rates = [
+        f"{100 * p.pass_at_1.value:.1f} [{100 * p.pass_at_1.low:.1f}, {100 * p.pass_at_1.high:.1f}]" for p in points
+    ]
+    rows = [(p.label, p.n_tasks, rate, f"{100 * p.answered:.1f}") for p, rate in zip(points, rates, strict=True)]
+    return "\n".join(markdown_table(["run", "tasks", "pass@1 (95% interval)", "answered"], rows))
 
 
 def draw_trend(points: Sequence[TrendPoint], path: str | Path, title: str = "") -> None:
