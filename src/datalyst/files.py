@@ -33,6 +33,16 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise
 
 
+def subplots(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """matplotlib's ``pyplot.subplots`` on the Agg backend (files, no display), imported at the first figure: slow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*args, **kwargs)
+
+
 def save_figure(figure: Any, path: str | Path, *, dpi: int = 100) -> None:
     """Lay out a matplotlib ``figure``, write it to ``path`` as a PNG (atomically) and close it."""
     import matplotlib.pyplot as plt

@@ -23,7 +23,7 @@ from datalyst.curate._judge import JudgeSummary, read_group_verdicts
 from datalyst.curate._records import Curated
 from datalyst.curate._run import RunFolder
 from datalyst.curate._select import Dropped
-from datalyst.files import save_figure, write_atomic
+from datalyst.files import save_figure, subplots, write_atomic
 from datalyst.jsonl import read_appended
 from datalyst.provenance import read_manifest
 from datalyst.tasks import Task
@@ -234,12 +234,7 @@ def _page(trajectory: Trajectory) -> str:
 
 def _plot(report: CurationReport, out: Path) -> None:
     """``funnel.png``, ``mix.png`` (strata and categories) and ``lengths.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(8, 3.5))
+    figure, axes = subplots(figsize=(8, 3.5))
     stages = [("sampled", report.trajectories)] + [(s.stage, s.kept) for s in report.funnel]
     axes.bar([s for s, _ in stages], [n for _, n in stages], color="C0")
     axes.set_ylabel("trajectories")
@@ -247,14 +242,14 @@ def _plot(report: CurationReport, out: Path) -> None:
     axes.tick_params(axis="x", rotation=30)
     save_figure(figure, out / "funnel.png")
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    figure, (left, right) = subplots(1, 2, figsize=(11, 4))
     for axes, name in ((left, "stratum"), (right, "category")):
         counts = report.mix.get(name, {})
         axes.barh(list(counts)[::-1], list(counts.values())[::-1], color="C1")
         axes.set_title(f"Kept trajectories by {name}")
     save_figure(figure, out / "mix.png")
 
-    figure, axes = plt.subplots(figsize=(6, 3.5))
+    figure, axes = subplots(figsize=(6, 3.5))
     names = list(report.lengths)
     axes.bar(names, [report.lengths[n].median for n in names], color="C2", label="median")
     axes.scatter(names, [report.lengths[n].p90 for n in names], color="black", label="90th percentile", zorder=3)

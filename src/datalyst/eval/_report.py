@@ -13,7 +13,7 @@ from datalyst.agent import Trajectory, to_html
 from datalyst.eval._config import EvalConfig
 from datalyst.eval._metrics import Behaviour, PassRates, behaviour, humaneval_pass_at_k, pass_rates
 from datalyst.eval._outcomes import EvalOutcome
-from datalyst.files import save_figure, write_atomic
+from datalyst.files import save_figure, subplots, write_atomic
 from datalyst.judge import score_responses, score_tablebench, tablebench_prediction
 from datalyst.provenance import git_revision, short_revision
 from datalyst.search import Cost
@@ -346,11 +346,6 @@ def _dabench_markdown(report: EvalReport) -> list[str]:
 def draw_chart(report: EvalReport, path: Path) -> None:
     """pass@1 (solid) and pass@k (light) per dialect, overall and per level (or per category when the
     tasks have no levels), with their intervals (pass@1's left of centre, pass@k's right)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     attribute = "by_level" if any(d.by_level for d in report.dialects) else "by_category"
     groups = ["all", *dict.fromkeys(name for d in report.dialects for name in getattr(d, attribute))]
     k = report.config.trials
@@ -358,7 +353,7 @@ def draw_chart(report: EvalReport, path: Path) -> None:
     if k > 1:
         bars.insert(0, ("pass_at_k", 0.35, 0.2, f"pass@{k}"))
     width = 0.8 / max(1, len(report.dialects))
-    figure, axes = plt.subplots(figsize=(min(12, 3 + 1.5 * len(groups)), 4))
+    figure, axes = subplots(figsize=(min(12, 3 + 1.5 * len(groups)), 4))
     for i, d in enumerate(report.dialects):
         rates = [d.rates if group == "all" else getattr(d, attribute).get(group) for group in groups]
         positions = [x - 0.4 + width * (i + 0.5) for x in range(len(groups))]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 from datalyst.errors import ConfigError, DataFileError
 from datalyst.eval._metrics import Estimate
 from datalyst.eval._report import EvalReport
-from datalyst.files import save_figure
+from datalyst.files import save_figure, subplots
 from datalyst.text import markdown_table
 
 
@@ -52,13 +52,8 @@ def render_trend(points: Sequence[TrendPoint]) -> str:
 
 def draw_trend(points: Sequence[TrendPoint], path: str | Path, title: str = "") -> None:
     """pass@1 with its interval and the answered share, one point per run, in order."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     x = range(len(points))
-    figure, axes = plt.subplots(figsize=(min(12, 3 + 1.2 * len(points)), 4))
+    figure, axes = subplots(figsize=(min(12, 3 + 1.2 * len(points)), 4))
     values = [100 * p.pass_at_1.value for p in points]
     errors = [[100 * (p.pass_at_1.value - p.pass_at_1.low) for p in points],
               [100 * (p.pass_at_1.high - p.pass_at_1.value) for p in points]]  # fmt: skip
