@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import functools
 import hashlib
 import importlib.util
@@ -32,7 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from datalyst.errors import ModelUnavailable
 from datalyst.files import write_atomic
 from datalyst.llm._cpu_probe import BATCH, BUILT_IN
+from datalyst.llm._embedded import locked
 from datalyst.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def cpu_path(package: Path, *, again: bool = False) -> CpuPath:
     folder = library_folder(package)
     key = _key([package / "lib", *([folder] if folder else [])])
     cache = cache_dir() / CACHE_FILE
-    with _locked(cache.with_name(f".{CACHE_FILE}.lock")):  # processes starting together run the trials once
+    with locked(cache.with_name(f".{CACHE_FILE}.lock")):  # processes starting together run the trials once
         known = _read(cache)
         if not again and isinstance(entry := known.get(key), dict):
             with contextlib.suppress(TypeError):  # an entry of another shape is chosen again
@@ -313,17 +313,3 @@ def _read(cache: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return known if isinstance(known, dict) else {}
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path``; without a writable cache folder, go on unlocked."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+b")  # noqa: SIM115 (held for the whole block)
-    except OSError:
-        yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield

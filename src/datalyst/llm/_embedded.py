@@ -57,6 +57,7 @@ __all__ = [
     "get_model",
     "is_cached",
     "list_models",
+    "locked",
     "model_path",
     "models_dir",
     "own_dialect",
@@ -287,7 +288,8 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: bool = True) -> Path:
     model = get_model(name)
     root = models_dir()
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f".{model.file_name}.lock", name, progress):  # models sharing weights share the lock
+    waiting = f"waiting for another process that is fetching {name!r}..." if progress else None
+    with locked(root / f".{model.file_name}.lock", waiting=waiting):  # models sharing weights share the lock
         if is_cached(name):
             return _target(model)
         work = root / ".partial" / model.file_name
@@ -472,19 +474,23 @@ def _check_free_space(model: EmbeddedModel, work: Path) -> None:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path, name: str, progress: bool) -> Iterator[None]:
-    """Hold an exclusive lock so two processes never assemble the same model at once."""
-    with open(lock_path, "a+b") as handle:
+def locked(path: Path, *, waiting: str | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``, so that two processes never do the same one-time work at once (saying
+    ``waiting`` on stderr while another holds it); without a writable folder, go on unlocked."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+b")  # noqa: SIM115 (held for the whole block)
+    except OSError:
+        yield
+        return
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if progress:
-                print(f"waiting for another process that is fetching {name!r}...", file=sys.stderr)
+            if waiting is not None:
+                print(waiting, file=sys.stderr)
             fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
 
 
 def _progress(enabled: bool) -> Progress:
