@@ -31,7 +31,7 @@ from datalyst.llm._replay import ReplayModel
 from datalyst.llm._source import llama_cpp_source
 from datalyst.llm._spec import ModelKind, ModelSpec, resolve_spec
 from datalyst.llm._streaming import text_streamed_to
-from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer, common_prefix, wire_messages
+from datalyst.llm._tokenizer import ChatTokenizer, HFTokenizer, common_prefix, token_completion, wire_messages
 
 __all__ = [
     "ADAPTER_GGUF",
@@ -67,5 +67,6 @@ __all__ = [
     "own_dialect",
     "resolve_spec",
     "text_streamed_to",
+    "token_completion",
     "wire_messages",
 ]

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from datalyst.errors import ModelUnavailable
-from datalyst.llm._base import AsyncClosing, ChatMessage, Completion, Role, SamplingParams, TokenLogprob
+from datalyst.llm._base import AsyncClosing, ChatMessage, Completion, Role, SamplingParams
 from datalyst.llm._errors import ContextOverflow
-from datalyst.llm._tokenizer import LocalTokenizer
+from datalyst.llm._tokenizer import LocalTokenizer, token_completion
 
 GGUF_MAGIC = b"GGUF"
 SEED_MODULUS = 2**31
@@ -182,18 +182,9 @@ class LocalModel(AsyncClosing):
     def _scored(
         self, prompt: list[int], continuation: str | Sequence[int], ids: list[int], values: list[float]
     ) -> Completion:
-        tokenizer = self.chat_tokenizer
-        return Completion(
-            text=continuation if isinstance(continuation, str) else tokenizer.decode(ids),
-            finish_reason="scored",
-            prompt_tokens=len(prompt),
-            completion_tokens=len(ids),
-            token_ids=ids,
-            offsets=tokenizer.offsets(ids),
-            logprobs=[
-                TokenLogprob(token=tokenizer.decode([token]), logprob=value)
-                for token, value in zip(ids, values, strict=False)  # fewer values only when cancelled
-            ],
+        text = {"text": continuation} if isinstance(continuation, str) else {}
+        return token_completion(
+            self.chat_tokenizer, ids, values, finish_reason="scored", prompt_tokens=len(prompt), **text
         )
 
     def _generate_all(

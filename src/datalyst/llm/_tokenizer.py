@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from datalyst.errors import ConfigError, ModelUnavailable
-from datalyst.llm._base import ChatMessage, Role
+from datalyst.llm._base import ChatMessage, Completion, Role, TokenLogprob
 
 __all__ = ["ChatTokenizer", "HFTokenizer", "LocalTokenizer", "TemplateRenderer", "find_end_of_turn", "wire_messages"]
 
@@ -45,6 +45,21 @@ class LocalTokenizer(ChatTokenizer, Protocol):
     def offsets(self, ids: Sequence[int]) -> list[int]:
         """``offsets[i]``: characters of ``decode(ids)`` covered by tokens ``0..i`` (the last is its length)."""
         ...
+
+
+def token_completion(
+    tokenizer: LocalTokenizer, ids: list[int], logprobs: Sequence[float] | None, **fields: Any
+) -> Completion:
+    """The completion of the tokens ``ids``: their text (decoded, unless ``fields`` give it) and offsets, each token's
+    log-probability when ``logprobs`` are given, and ``fields`` (``finish_reason``, ``prompt_tokens``...)."""
+    if "text" not in fields:
+        fields["text"] = tokenizer.decode(ids)
+    if logprobs is not None:  # fewer values than tokens only when scoring was cancelled
+        fields["logprobs"] = [
+            TokenLogprob(token=tokenizer.decode([token]), logprob=value)
+            for token, value in zip(ids, logprobs, strict=False)
+        ]
+    return Completion(completion_tokens=len(ids), token_ids=ids, offsets=tokenizer.offsets(ids), **fields)
 
 
 class _Message(Protocol):

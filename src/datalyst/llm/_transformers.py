@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from datalyst.errors import ConfigError, ModelResponseError, ModelUnavailable
-from datalyst.llm._base import Completion, SamplingParams, TokenLogprob
+from datalyst.llm._base import Completion, SamplingParams
 from datalyst.llm._local import GGUF_MAGIC, LocalModel, file_signature
 from datalyst.llm._spec import ModelKind, ModelSpec
-from datalyst.llm._tokenizer import HFTokenizer
+from datalyst.llm._tokenizer import HFTokenizer, token_completion
 
 __all__ = ["TransformersModel", "load_hf_tokenizer"]
 
@@ -181,15 +181,9 @@ class TransformersModel(LocalModel):
             if token in self._eos_ids:
                 new_tokens, finish_reason = new_tokens[:index], "stop"
                 break
-        tokenizer = self.chat_tokenizer
-        completion = Completion(
-            text=tokenizer.decode(new_tokens),
-            finish_reason=finish_reason,
-            prompt_tokens=len(prompt),
-            completion_tokens=len(new_tokens),
-            token_ids=new_tokens,
-            offsets=tokenizer.offsets(new_tokens),
-            logprobs=self._logprobs(result, row, new_tokens) if params.logprobs else None,
+        logprobs = self._logprobs(result, row, len(new_tokens)) if params.logprobs else None
+        completion = token_completion(
+            self.chat_tokenizer, new_tokens, logprobs, finish_reason=finish_reason, prompt_tokens=len(prompt)
         )
         return completion.ended_at_stop(params.stop)
 
@@ -208,16 +202,12 @@ class TransformersModel(LocalModel):
         values = torch.log_softmax(logits, dim=-1).gather(-1, chosen[:, None])[:, 0]
         return [min(0.0, value) for value in values.tolist()]
 
-    def _logprobs(self, result: Any, row: int, tokens: list[int]) -> list[TokenLogprob]:
-        """log p(token) for each token of ``row`` under the model's raw (unprocessed) distribution."""
+    def _logprobs(self, result: Any, row: int, count: int) -> list[float]:
+        """log p(token) for the first ``count`` tokens of ``row`` under the model's raw (unprocessed) distribution."""
         # output_logits holds the raw logits; scores are after sampling, used only as a fallback.
         steps = getattr(result, "logits", None) or result.scores
         scores = self.model.compute_transition_scores(result.sequences, steps, normalize_logits=True)
-        values = scores[row, : len(tokens)].float().tolist()
-        return [
-            TokenLogprob(token=self.chat_tokenizer.decode([token]), logprob=min(0.0, float(value)))
-            for token, value in zip(tokens, values, strict=True)
-        ]
+        return [min(0.0, float(value)) for value in scores[row, :count].float().tolist()]
 
 
 def load_hf_tokenizer(target: str) -> HFTokenizer:

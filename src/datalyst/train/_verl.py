@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from datalyst.agent import Agent, AgentConfig, Outcome, Termination, Trajectory, ajudge_trajectory
 from datalyst.errors import ConfigError, ModelResponseError, first_problem
-from datalyst.llm import ChatMessage, Completion, ContextOverflow, HFTokenizer, Role, SamplingParams, TokenLogprob
+from datalyst.llm import ChatMessage, Completion, ContextOverflow, HFTokenizer, Role, SamplingParams, token_completion
 from datalyst.tasks import Task
 from datalyst.train._rewards import L_MAX, L_MIN, datamind_reward
 
@@ -151,19 +151,12 @@ class TokenChatModel:
         logprobs = logprobs or [0.0] * len(ids)
         closed = bool(ids) and ids[-1] == self._end_of_turn
         written = ids[: len(ids) - closed]
-        completion = Completion(
-            text=self.tokenizer.decode(written),
+        completion = token_completion(
+            self.tokenizer,
+            written,
+            logprobs if self.with_logprobs else None,
             finish_reason="length" if not closed and len(ids) >= max_tokens else "stop",
             prompt_tokens=len(self.prompt_ids) + len(self.response_ids),
-            completion_tokens=len(written),
-            token_ids=written,
-            offsets=self.tokenizer.offsets(written),
-            logprobs=[
-                TokenLogprob(token=self.tokenizer.decode([token]), logprob=logprob)
-                for token, logprob in zip(written, logprobs[: len(written)], strict=True)
-            ]
-            if self.with_logprobs
-            else None,
         ).ended_at_stop(stops)
         closed = closed and completion.completion_tokens == len(written)  # nothing cut between the text and its end
         return _Generated(completion, closed, logprobs[-1] if closed else 0.0)
