@@ -42,7 +42,6 @@ __all__ = ["LlamaCppModel"]
 
 DEFAULT_N_CTX_TOKENS = 8192
 """Context size when none is given, lowered to the model's trained context when that is shorter."""
-MIN_N_CTX_TOKENS = 64
 DEFAULT_N_BATCH_TOKENS = 512
 DEFAULT_PARALLEL = 4
 """Sequences decoded together; the KV cache holds ``n_ctx`` tokens for each."""
@@ -71,13 +70,9 @@ class LlamaCppModel(LocalModel):
         adapter: str | os.PathLike[str] | None = None,
         spec: str | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(n_ctx_tokens)
         self.path = Path(path).expanduser()
         self.spec = spec or str(ModelSpec(kind=ModelKind.GGUF, target=str(self.path)))
-        if n_ctx_tokens is not None and n_ctx_tokens < MIN_N_CTX_TOKENS:
-            raise ConfigError(
-                f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
-            )
         if n_threads is not None and n_threads < 1:
             raise ConfigError(f"n_threads={n_threads} must be at least 1; leave it unset for every core")
         if n_batch_tokens < 1:

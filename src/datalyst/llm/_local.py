@@ -19,12 +19,13 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from datalyst.errors import ModelUnavailable
+from datalyst.errors import ConfigError, ModelUnavailable
 from datalyst.llm._base import AsyncClosing, ChatMessage, Completion, Role, SamplingParams
 from datalyst.llm._errors import ContextOverflow
 from datalyst.llm._tokenizer import LocalTokenizer, token_completion
 
 GGUF_MAGIC = b"GGUF"
+MIN_N_CTX_TOKENS = 64
 SEED_MODULUS = 2**31
 """Seeds stay below 2**31: llama.cpp reads them as uint32, where 0xFFFFFFFF means "random"."""
 
@@ -56,7 +57,12 @@ class LocalModel(AsyncClosing):
     chat_tokenizer: LocalTokenizer
     """The model's chat template and vocabulary: what renders and tokenizes its prompts."""
 
-    def __init__(self) -> None:
+    def __init__(self, n_ctx_tokens: int | None) -> None:
+        """Check the context size asked for (``n_ctx_tokens``, None for the backend's default)."""
+        if n_ctx_tokens is not None and n_ctx_tokens < MIN_N_CTX_TOKENS:
+            raise ConfigError(
+                f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
+            )
         self._thread_lock = threading.Lock()
         self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()

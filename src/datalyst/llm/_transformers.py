@@ -44,7 +44,6 @@ __all__ = ["TransformersModel", "load_hf_tokenizer"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda", "auto")
-MIN_N_CTX_TOKENS = 64
 INSTALL_FIX = "pip install 'datalyst[hf]'"
 
 
@@ -72,17 +71,13 @@ class TransformersModel(LocalModel):
         adapter: str | os.PathLike[str] | None = None,
         spec: str | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(n_ctx_tokens)
         self.target = str(target)
         self.spec = spec or str(ModelSpec(kind=ModelKind.HF, target=self.target))
         if dtype is not None and dtype not in DTYPES:
             raise ConfigError(f"dtype={dtype} is not supported; use one of {', '.join(DTYPES)}")
         if device is not None and device not in DEVICES:
             raise ConfigError(f"device={device} is not supported; use one of {', '.join(DEVICES)}")
-        if n_ctx_tokens is not None and n_ctx_tokens < MIN_N_CTX_TOKENS:
-            raise ConfigError(
-                f"n_ctx={n_ctx_tokens} is too small for a chat model; use at least {MIN_N_CTX_TOKENS}, e.g. 4096"
-            )
         torch, transformers = _import_libraries()
         adapter_folder = _check_adapter(Path(adapter).expanduser()) if adapter is not None else None
         self._torch = torch
