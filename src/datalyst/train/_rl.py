@@ -42,6 +42,7 @@ from datalyst.train._rewards import L_MAX, L_MIN, curriculum_reward, datamind_re
 from datalyst.train._rollouts import Collected, Scored, collect, informative
 from datalyst.train._runtime import Runtime, release_memory, start_runtime
 from datalyst.train._schedules import sft_weight, structure_weight
+from datalyst.train._sft import collate
 
 Algorithm = Literal["grpo", "dapo", "dapo+sft"]
 
@@ -317,22 +318,18 @@ def accumulate(
     sft_tokens = sum(example.trained_tokens for example in sft_runs)
     total = 0.0
     stats: dict[str, list[float]] = {"clip_ratio/low": [], "clip_ratio/high": []}
-    for example, advantage, old in policy_runs:
+    for example, advantage, old in [*policy_runs, *((example, 0.0, None) for example in sft_runs)]:
         with runtime.autocast():
             logprobs = _logprobs(model, example, runtime)[None]
-        loss, clipped = policy_loss(logprobs, old[None], torch.tensor([advantage]), torch.ones_like(logprobs),
-                                    algo=algo, epsilon=epsilon, epsilon_high=epsilon_high)  # fmt: skip
-        weight = (1 - gamma) * (logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs))
-        runtime.backward(weight * loss)
-        release_memory()
-        total += weight * loss.item()
-        for name, value in clipped.items():
-            stats[name].append(value)
-    for example in sft_runs:
-        with runtime.autocast():
-            logprobs = _logprobs(model, example, runtime)[None]
-        weight = gamma * logprobs.shape[1] / sft_tokens
-        loss = sft_loss(logprobs, torch.ones_like(logprobs))
+        if old is None:  # an expert run: the SFT term
+            weight = gamma * logprobs.shape[1] / sft_tokens
+            loss = sft_loss(logprobs, torch.ones_like(logprobs))
+        else:
+            loss, clipped = policy_loss(logprobs, old[None], torch.tensor([advantage]), torch.ones_like(logprobs),
+                                        algo=algo, epsilon=epsilon, epsilon_high=epsilon_high)  # fmt: skip
+            weight = (1 - gamma) * (logprobs.shape[1] / policy_tokens if algo == "dapo" else 1 / len(policy_runs))
+            for name, value in clipped.items():
+                stats[name].append(value)
         runtime.backward(weight * loss)
         release_memory()
         total += weight * loss.item()
@@ -360,9 +357,7 @@ def expert_trajectories(run: str | None) -> dict[str, Trajectory]:
 
 
 def _logprobs(model: Any, example: Example, runtime: Runtime) -> Any:
-    torch = runtime.torch
-    ids = torch.tensor([example.input_ids])
-    return token_logprobs(model, ids, torch.ones_like(ids), torch.tensor([example.labels]))
+    return token_logprobs(model, *collate([example], pad_id=0, torch=runtime.torch))  # one row: no padding
 
 
 def _rollout_figures(collected: Collected, rewards: Sequence[Sequence[float]]) -> dict[str, float]:
