@@ -20,6 +20,7 @@ from datalyst.jsonl import read_appended
 
 IGNORE = -100
 """The label of a token the loss skips (PyTorch's ``cross_entropy`` default ``ignore_index``)."""
+EXPORT = "datalyst curate export RUN --format examples"
 
 
 class Example(BaseModel):
@@ -70,8 +71,8 @@ def read_examples(
     caps = caps or {}
     if unknown := set(caps) - {str(path) for path in paths}:
         raise ConfigError(f"a cap names {', '.join(sorted(unknown))}, which is not among the data paths")
-    files = [_examples_file(Path(path)) for path in paths]
-    fix = "rewrite it with: datalyst curate export RUN --format examples"
+    files = [data_file(Path(path), "examples.jsonl", f"write it with: {EXPORT}") for path in paths]
+    fix = f"rewrite it with: {EXPORT}"
     named = ", ".join(map(str, files))
     selection = Selection(examples=[])
     for path, file in zip(paths, files, strict=True):
@@ -105,10 +106,11 @@ def _at_most(examples: list[Example], count: int | None, seed: int) -> list[Exam
     return examples if count is None or count >= len(examples) else random.Random(seed).sample(examples, count)
 
 
-def _examples_file(path: Path) -> Path:
-    file = path / "examples.jsonl" if path.is_dir() else path
+def data_file(path: Path, name: str, fix: str) -> Path:
+    """``path``, or the file ``name`` in it when it is a folder; DataFileError, saying ``fix``, when that is no file."""
+    file = path / name if path.is_dir() else path
     if not file.is_file():
-        raise DataFileError(f"{file} does not exist; write it with: datalyst curate export RUN --format examples")
+        raise DataFileError(f"{file} does not exist; {fix}")
     return file
 
 

@@ -28,6 +28,7 @@ from datalyst.errors import DataFileError
 from datalyst.files import write_atomic
 from datalyst.jsonl import read_appended
 from datalyst.llm import ChatMessage, ChatTokenizer
+from datalyst.train._data import data_file
 from datalyst.train._policy import LoraOptions
 from datalyst.train._sft import Precision
 
@@ -125,9 +126,7 @@ def read_sources(paths: Sequence[str | Path]) -> list[Judged]:
     judged: list[Judged] = []
     for path in map(Path, paths):
         run = RunFolder(path)
-        file = run.samples if path.is_dir() else path
-        if not file.is_file():
-            raise DataFileError(f"{file} does not exist; give a trajectories file or a curation run folder")
+        file = data_file(path, run.samples.name, "give a trajectories file or a curation run folder")
         written = {}
         if path.is_dir() and run.verdicts.is_file():
             written = {o.trajectory_id: o for verdict in read_group_verdicts(run) for o in verdict.outcomes}
@@ -183,11 +182,8 @@ def write_value_examples(path: str | Path, examples: Sequence[ValueExample]) -> 
 
 def read_value_examples(path: str | Path) -> list[ValueExample]:
     """The value examples of ``path`` (a JSONL file, or a folder holding ``values.jsonl``); at least one."""
-    path = Path(path)
-    file = path / VALUES if path.is_dir() else path
     fix = "write value data with: datalyst train value-data TRAJECTORIES --out FILE"
-    if not file.is_file():
-        raise DataFileError(f"{file} does not exist; {fix}")
+    file = data_file(Path(path), VALUES, fix)
     examples = read_appended(file, ValueExample, what="a value example", fix=fix)
     if not examples:
         raise DataFileError(f"{file} holds no value example; {fix}")
