@@ -74,10 +74,9 @@ class TransformersModel(LocalModel):
         super().__init__(n_ctx_tokens)
         self.target = str(target)
         self.spec = spec or str(ModelSpec(kind=ModelKind.HF, target=self.target))
-        if dtype is not None and dtype not in DTYPES:
-            raise ConfigError(f"dtype={dtype} is not supported; use one of {', '.join(DTYPES)}")
-        if device is not None and device not in DEVICES:
-            raise ConfigError(f"device={device} is not supported; use one of {', '.join(DEVICES)}")
+        for name, value, supported in (("dtype", dtype, DTYPES), ("device", device, DEVICES)):
+            if value is not None and value not in supported:
+                raise ConfigError(f"{name}={value} is not supported; use one of {', '.join(supported)}")
         torch, transformers = _import_libraries()
         adapter_folder = _check_adapter(Path(adapter).expanduser()) if adapter is not None else None
         self._torch = torch
@@ -86,7 +85,7 @@ class TransformersModel(LocalModel):
         folder, load_options = _locate(self.target)
         self.name = Path(self.target).name or self.target
         self.chat_tokenizer: HFTokenizer = HFTokenizer(
-            _load_tokenizer(transformers, folder, load_options, self.target), name=f"model {self.target}"
+            _pretrained(transformers.AutoTokenizer, folder, load_options, self.target), name=f"model {self.target}"
         )
         """The tokenizer's chat template and vocabulary (kept after ``close``)."""
         self.tokenizer: Any = self.chat_tokenizer.tokenizer
@@ -209,7 +208,7 @@ def load_hf_tokenizer(target: str) -> HFTokenizer:
     """The chat tokenizer of ``hf:TARGET`` (a model folder, a GGUF file or a cached repo id), without the weights."""
     _, transformers = _import_libraries()
     folder, load_options = _locate(target)
-    return HFTokenizer(_load_tokenizer(transformers, folder, load_options, target), name=f"model {target}")
+    return HFTokenizer(_pretrained(transformers.AutoTokenizer, folder, load_options, target), name=f"model {target}")
 
 
 def _import_libraries() -> tuple[Any, Any]:
@@ -268,9 +267,10 @@ def _not_found(target: str, exc: Exception) -> ModelUnavailable:
     )
 
 
-def _load_tokenizer(transformers: Any, folder: str, options: dict[str, Any], target: str) -> Any:
+def _pretrained(auto: Any, folder: str, options: dict[str, Any], target: str) -> Any:
+    """``auto.from_pretrained`` (a tokenizer's or a model's) of ``folder``, or ModelUnavailable naming ``target``."""
     try:
-        return transformers.AutoTokenizer.from_pretrained(folder, **options)
+        return auto.from_pretrained(folder, **options)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise _not_found(target, exc) from exc
 
@@ -286,11 +286,7 @@ def _load_model(
     if "gguf_file" in options and gguf_config is not None:
         # Newer transformers may keep GGUF weights packed (not trainable); the policy needs dense weights.
         extra["quantization_config"] = gguf_config(dequantize=True)
-    try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(folder, **extra, **options)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise _not_found(target, exc) from exc
-    return model.to(device).eval()
+    return _pretrained(transformers.AutoModelForCausalLM, folder, extra | options, target).to(device).eval()
 
 
 def _check_adapter(folder: Path) -> Path:
