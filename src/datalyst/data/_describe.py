@@ -165,13 +165,11 @@ def _describe_sqlite(info: FileInfo, path: str | os.PathLike[str], max_columns: 
     with _sqlite.open_db(path) as con:
         rels = _sqlite.relations(con)
         for index, rel in enumerate(rels[:MAX_TABLES]):
-            detailed = index < MAX_DETAILED_TABLES
-            if not rel.optional:
-                info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
-                continue
             try:
-                info.tables.append(_sqlite_table(con, rel, detailed, max_columns))
+                info.tables.append(_sqlite_table(con, rel, index < MAX_DETAILED_TABLES, max_columns))
             except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+                if not rel.optional:
+                    raise
                 note = f"The {rel.kind} could not be evaluated: {exc_text(exc)}"
                 info.tables.append(TableInfo(name=rel.name, kind=rel.kind, notes=[note]))
         _note_unread(info, len(rels), "tables")

@@ -55,15 +55,11 @@ def _forget_server() -> None:
 
 
 def _stop_server() -> None:
-    """At exit: hang up on the server, which ends it (readers still running end at their CPU limit)."""
+    """At exit: end the server (readers still running end at their CPU limit)."""
     if _server is not None:
-        process, sock = _server
-        sock.close()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _server[1].close()
+        _server[0].kill()
+        _server[0].wait()
 
 
 os.register_at_fork(after_in_child=_forget_server)
