@@ -8,8 +8,10 @@ again continues where it stopped and re-judges.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 from datalyst.agent import Agent, Trajectory, finished_ids, read_trajectories, recorded_calls
 from datalyst.errors import ConfigError
@@ -24,6 +26,9 @@ from datalyst.jsonl import split_lines
 from datalyst.llm import CachedModel, ChatModel
 from datalyst.tasks import Task, read_tasks, split_tasks, stratified_subset, write_tasks
 from datalyst.train import load_value_model
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 Shard = tuple[int, int]
 """``(i, n)``: the i-th of n interleaved slices of the tasks (``tasks[i::n]``), 0-based."""
@@ -123,30 +128,6 @@ async def arun_eval(
     return await ascore_run(out_dir, judge_model=judge_model, reformat_model=reformat_model)
 
 
-def run_eval(
-    config: EvalConfig,
-    out_dir: str | Path,
-    model: ChatModel,
-    *,
-    judge_model: ChatModel | None = None,
-    reformat_model: ChatModel | None = None,
-    shard: Shard | None = None,
-    progress: bool = True,
-) -> EvalReport:
-    """Blocking :func:`arun_eval` (one event loop for the whole run; not from inside a running loop)."""
-    return asyncio.run(
-        arun_eval(
-            config,
-            out_dir,
-            model,
-            judge_model=judge_model,
-            reformat_model=reformat_model,
-            shard=shard,
-            progress=progress,
-        )
-    )
-
-
 async def ascore_run(
     out_dir: str | Path, *, judge_model: ChatModel | None = None, reformat_model: ChatModel | None = None
 ) -> EvalReport:
@@ -176,11 +157,20 @@ async def ascore_run(
     return report
 
 
-def score_run(
-    out_dir: str | Path, *, judge_model: ChatModel | None = None, reformat_model: ChatModel | None = None
-) -> EvalReport:
-    """Blocking :func:`ascore_run`."""
-    return asyncio.run(ascore_run(out_dir, judge_model=judge_model, reformat_model=reformat_model))
+def _blocking(coroutine_function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
+    """``coroutine_function`` as a function that blocks: one event loop for the whole call (not in a running one)."""
+
+    @functools.wraps(coroutine_function)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> R:
+        return asyncio.run(coroutine_function(*args, **kwargs))
+
+    blocking.__name__ = blocking.__qualname__ = coroutine_function.__name__.removeprefix("a")
+    blocking.__doc__ = f"Blocking :func:`{coroutine_function.__name__}`, with the same arguments."
+    return blocking
+
+
+run_eval = _blocking(arun_eval)
+score_run = _blocking(ascore_run)
 
 
 def run_trajectories(out_dir: Path, config: EvalConfig) -> list[Trajectory]:
