@@ -390,12 +390,15 @@ async def _save(upload: UploadFile, folder: Path, limit: int) -> Path:
 
 async def _described(request: Request, files: list[Path]) -> list[dict[str, Any]]:
     """Each file described, all at once; a page that goes away stops the reading."""
-    reading = asyncio.ensure_future(asyncio.gather(*map(_describe, files)))
-    while not reading.done():
-        await asyncio.wait({reading}, timeout=0.25)
-        if not reading.done() and await request.is_disconnected():
-            reading.cancel()
-            raise Refused("the page went away while its files were read", 499)
+    reading = asyncio.gather(*map(_describe, files))
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait({reading, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        reading.cancel()  # nothing to do once it is done; else its readers are stopped
+    if reading not in done:
+        raise Refused("the page went away while its files were read", 499)
     return reading.result()
 
 
