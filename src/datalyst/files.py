@@ -1,10 +1,14 @@
-"""Writing a file so that readers, and other writers, only ever see a whole one."""
+"""Writing a file so that readers, and other writers, only ever see a whole one; a lock for one-time work on files."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +56,23 @@ def save_figure(figure: Any, path: str | Path, *, dpi: int = 100) -> None:
     figure.savefig(png, format="png", dpi=dpi)
     plt.close(figure)
     write_atomic(path, png.getvalue())
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, waiting: str | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``, so that two processes never do the same one-time work at once (saying
+    ``waiting`` on stderr while another holds it); without a writable folder, go on unlocked."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+b")  # noqa: SIM115 (held for the whole block)
+    except OSError:
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                print(waiting, file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield

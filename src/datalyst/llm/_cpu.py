@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from datalyst.errors import ModelUnavailable
-from datalyst.files import write_atomic
+from datalyst.files import locked, write_atomic
 from datalyst.llm._cpu_probe import BATCH, BUILT_IN
-from datalyst.llm._embedded import locked
 from datalyst.paths import cache_dir
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ the adapter when the model loads.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import fnmatch
 import hashlib
 import importlib.resources
@@ -40,6 +39,7 @@ from typing import IO, TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from datalyst.errors import ConfigError, ModelUnavailable
+from datalyst.files import locked
 from datalyst.llm._spec import ModelKind, ModelSpec
 from datalyst.paths import cache_dir
 
@@ -57,7 +57,6 @@ __all__ = [
     "get_model",
     "is_cached",
     "list_models",
-    "locked",
     "model_path",
     "models_dir",
     "own_dialect",
@@ -471,26 +470,6 @@ def _check_free_space(model: EmbeddedModel, work: Path) -> None:
             f"Fetching {model.name!r} needs about {_mb(need)} free in {work.parent.parent}, only {_mb(free)} is free; "
             "free some space or point DATALYST_CACHE at a larger disk."
         )
-
-
-@contextlib.contextmanager
-def locked(path: Path, *, waiting: str | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on ``path``, so that two processes never do the same one-time work at once (saying
-    ``waiting`` on stderr while another holds it); without a writable folder, go on unlocked."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+b")  # noqa: SIM115 (held for the whole block)
-    except OSError:
-        yield
-        return
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if waiting is not None:
-                print(waiting, file=sys.stderr)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _progress(enabled: bool) -> Progress:
