@@ -272,9 +272,8 @@ def test_a_file_past_a_read_limit_is_refused_and_the_server_answers_while_it_rea
             while not readers():
                 assert time.monotonic() < deadline
                 time.sleep(0.02)
-            started = time.monotonic()
             assert client.get("/api/info").status_code == 200
-            assert time.monotonic() - started < 1.0  # answered while the file is read
+            assert readers() and not checking.done()  # answered while the file is still being read
             assert checking.result().json()["files"][0]["tables"][0]["columns"] == 300_000
 
 
